@@ -1,0 +1,141 @@
+"""Domain errors and the one error shape every 4xx and 5xx answer uses.
+
+{"error": {"code": "invalid", "message": "...", "fields": {"events.3.role": ["..."]}}}
+Clients branch on `code`, never on `message`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
+
+FieldErrors = dict[str, list[str]]
+
+
+class DomainError(Exception):
+    """An expected failure with a stable machine-readable code and an HTTP status."""
+
+    status_code: int = status.HTTP_400_BAD_REQUEST
+    code = "invalid"
+
+    def __init__(self, message: str, *, fields: FieldErrors | None = None, code: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields = fields
+        if code:
+            self.code = code
+
+
+class Invalid(DomainError):
+    pass
+
+
+class NotFound(DomainError):
+    status_code = status.HTTP_404_NOT_FOUND
+    code = "not_found"
+
+
+class Conflict(DomainError):
+    status_code = status.HTTP_409_CONFLICT
+    code = "conflict"
+
+
+class Gone(DomainError):
+    status_code = status.HTTP_410_GONE
+    code = "gone"
+
+
+class PayloadTooLarge(DomainError):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    code = "payload_too_large"
+
+
+class StoreUnavailable(DomainError):
+    """An outside store (Redis, Elasticsearch, Milvus, object storage) did not answer."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    code = "store_unavailable"
+
+
+def error_body(code: str, message: str, fields: FieldErrors | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "fields": fields or {}}}
+
+
+def flatten_field_errors(detail: Any, prefix: str = "") -> FieldErrors:
+    """Turn DRF's nested error detail into {"events.3.role": ["..."]}."""
+    flat: FieldErrors = {}
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = prefix if key == "non_field_errors" else f"{prefix}.{key}" if prefix else key
+            flat.update(flatten_field_errors(value, str(name)))
+    elif isinstance(detail, list):
+        if all(not isinstance(item, dict | list) for item in detail):
+            flat.setdefault(prefix or "__all__", []).extend(str(item) for item in detail)
+        else:
+            for index, item in enumerate(detail):
+                if item:
+                    flat.update(
+                        flatten_field_errors(item, f"{prefix}.{index}" if prefix else str(index))
+                    )
+    else:
+        flat.setdefault(prefix or "__all__", []).append(str(detail))
+    return flat
+
+
+_DRF_CODES = {
+    exceptions.ParseError: "invalid_json",
+    exceptions.AuthenticationFailed: "unauthenticated",
+    exceptions.NotAuthenticated: "unauthenticated",
+    exceptions.PermissionDenied: "permission_denied",
+    exceptions.NotFound: "not_found",
+    exceptions.MethodNotAllowed: "method_not_allowed",
+    exceptions.NotAcceptable: "not_acceptable",
+    exceptions.UnsupportedMediaType: "unsupported_media_type",
+    exceptions.Throttled: "throttled",
+}
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF exception handler rendering domain and framework errors in the one shape."""
+    if isinstance(exc, DomainError):
+        return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status_code)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    if isinstance(exc, exceptions.ValidationError):
+        fields = flatten_field_errors(exc.detail)
+        return Response(
+            error_body("invalid", "The request is not valid; see fields.", fields),
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    if isinstance(exc, exceptions.APIException):
+        code = next((c for cls, c in _DRF_CODES.items() if isinstance(exc, cls)), "error")
+        headers = {}
+        wait = getattr(exc, "wait", None)
+        if isinstance(exc, exceptions.Throttled) and wait is not None:
+            headers["Retry-After"] = str(int(wait) + 1)
+        if getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
+        detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        return Response(error_body(code, detail), status=exc.status_code, headers=headers)
+    return None
+
+
+def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """handler500 for API paths: the same error shape instead of an HTML page."""
+    return JsonResponse(
+        error_body("server_error", "An unexpected error happened; it has been logged."),
+        status=500,
+    )
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    return JsonResponse(error_body("not_found", "No such resource."), status=404)

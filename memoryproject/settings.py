@@ -1,0 +1,185 @@
+"""Settings, read from the environment with local defaults (see README, "Configuration")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memoryproject.env import ConfigError, Env
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env = Env()
+
+DEBUG = env.boolean("DEBUG", False)
+SECRET_KEY = env.string("SECRET_KEY", "local-development-only-secret" if DEBUG else None)
+if not SECRET_KEY:
+    raise ConfigError("SECRET_KEY", "is required when DEBUG is off")
+ALLOWED_HOSTS = env.csv_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.csv_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "profiles",
+    "transcripts",
+    "memories",
+]
+
+MIDDLEWARE = [
+    "memoryproject.logging.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "memoryproject.urls"
+WSGI_APPLICATION = "memoryproject.wsgi.application"
+ASGI_APPLICATION = "memoryproject.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- stores ------------------------------------------------------------------------------------
+DATABASES = {"default": env.database("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")}
+DATABASES["default"]["CONN_MAX_AGE"] = env.integer("DATABASE_CONN_MAX_AGE", 60, minimum=0)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env.url("REDIS_URL", "redis://127.0.0.1:6379/0", schemes=("redis", "rediss"))
+# Every Redis key the service writes starts with this, so several deployments (or test runs)
+# can share one Redis.
+REDIS_KEY_PREFIX = env.string("REDIS_KEY_PREFIX", "mem")
+CACHES = {
+    "default": {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": REDIS_KEY_PREFIX,
+        "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 2, "SOCKET_TIMEOUT": 2},
+    }
+}
+
+ELASTICSEARCH_URL = env.url("ELASTICSEARCH_URL", "http://127.0.0.1:9200", schemes=("http", "https"))
+ELASTICSEARCH_INDEX_PREFIX = env.string("ELASTICSEARCH_INDEX_PREFIX", "memory")
+MILVUS_URI = env.url("MILVUS_URI", "http://127.0.0.1:19530", schemes=("http", "https", "tcp"))
+MILVUS_TOKEN = env.string("MILVUS_TOKEN", "")
+MILVUS_COLLECTION_PREFIX = env.string("MILVUS_COLLECTION_PREFIX", "memory")
+EMBEDDING_DIM = env.integer("EMBEDDING_DIM", 384, minimum=1)
+EMBEDDING_MODEL = env.string("EMBEDDING_MODEL", "multilingual-e5-small")
+
+# Layer 0: a local folder by default; or the dotted path of any Django storage backend
+# (e.g. storages.backends.s3.S3Storage) with its options as JSON in TRANSCRIPT_STORAGE_OPTIONS.
+_transcript_storage = env.string("TRANSCRIPT_STORAGE", str(BASE_DIR / "var" / "transcripts"))
+if "/" in _transcript_storage or _transcript_storage.startswith("."):
+    _transcript_backend = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": _transcript_storage, "file_permissions_mode": 0o640},
+    }
+else:
+    _transcript_backend = {
+        "BACKEND": _transcript_storage,
+        "OPTIONS": env.json_object("TRANSCRIPT_STORAGE_OPTIONS", {}),
+    }
+
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    "transcripts": _transcript_backend,
+}
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+
+# --- celery ------------------------------------------------------------------------------------
+CELERY_BROKER_URL = env.url(
+    "CELERY_BROKER_URL", "redis://127.0.0.1:6379/1", schemes=("redis", "rediss", "amqp")
+)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ALWAYS_EAGER = env.boolean("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_DEFAULT_QUEUE = env.string("CELERY_QUEUE", "memory")
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
+
+# --- API ---------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["profiles.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["profiles.auth.HasScope"],
+    "DEFAULT_THROTTLE_CLASSES": ["profiles.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_PARSER_CLASSES": ["memoryproject.parsers.BoundedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "memoryproject.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Agent memory service",
+    "DESCRIPTION": (
+        "Layered memory for LLM agents: transcripts, profiles, short- and long-term memory."
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+}
+API_RATE_LIMIT_PER_MINUTE = env.integer("API_RATE_LIMIT_PER_MINUTE", 6000, minimum=1)
+API_MAX_BODY_BYTES = env.integer("API_MAX_BODY_BYTES", 4 * 1024 * 1024, minimum=1024)
+TRANSCRIPT_MAX_EVENTS_PER_APPEND = env.integer("TRANSCRIPT_MAX_EVENTS_PER_APPEND", 500, minimum=1)
+TRANSCRIPT_MAX_CONTENT_CHARS = env.integer("TRANSCRIPT_MAX_CONTENT_CHARS", 65536, minimum=1)
+# Django's own guard on request bodies; ours (API_MAX_BODY_BYTES) answers 413 first.
+DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES + 1024
+
+# --- i18n, security, logging -------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+SESSION_COOKIE_SECURE = env.boolean("SECURE_COOKIES", not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+X_FRAME_OPTIONS = "DENY"
+
+LOG_LEVEL = env.string("LOG_LEVEL", "INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "memoryproject.logging.RequestIdFilter"}},
+    "formatters": {"json": {"()": "memoryproject.logging.JsonFormatter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json",
+            "filters": ["request_id"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.server": {"level": "WARNING"},
+        "elastic_transport": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+    },
+}

@@ -1,0 +1,21 @@
+from django.contrib import admin
+from django.urls import include, path, register_converter
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from memoryproject import views
+from memoryproject.converters import ExternalIdConverter
+
+register_converter(ExternalIdConverter, "extid")
+
+urlpatterns = [
+    path("healthz", views.healthz, name="healthz"),
+    path("readyz", views.readyz, name="readyz"),
+    path("v1/", include("transcripts.urls")),
+    path("v1/", include("profiles.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("admin/", admin.site.urls),
+]
+
+handler404 = "memoryproject.errors.not_found"
+handler500 = "memoryproject.errors.server_error"

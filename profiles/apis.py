@@ -1,0 +1,130 @@
+"""Agents' API to Layer 1: read an end user's profile; admin keys may change it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memoryproject.fields import JsonObjectField, StrictCharField
+from profiles.auth import request_tenant
+from profiles.domains import FACT_DOMAINS, PREFERENCE_DOMAINS, key_problem
+from profiles.models import UserProjectRole, slug_validator, validate_timezone
+from profiles.selectors import profile_document_for
+from profiles.services import ProfilePatch, profile_update
+
+
+def _domain_key_field(domains: tuple[str, ...]) -> StrictCharField:
+    def check(value: str) -> None:
+        problem = key_problem(value, domains=domains)
+        if problem:
+            raise serializers.ValidationError(problem)
+
+    return StrictCharField(max_length=200, validators=[check])
+
+
+def _unique_keys(items: list[dict[str, Any]], *, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    seen = [tuple(item.get(f) for f in fields) for item in items]
+    repeated = sorted({".".join(map(str, k)) for k in seen if seen.count(k) > 1})
+    if repeated:
+        raise serializers.ValidationError(f"Given more than once: {', '.join(repeated)}.")
+    return items
+
+
+class ProfileFieldsSerializer(serializers.Serializer):
+    language = StrictCharField(required=False, allow_blank=True, max_length=35)
+    answer_style = StrictCharField(required=False, allow_blank=True, max_length=64)
+    timezone = StrictCharField(
+        required=False, allow_blank=True, max_length=64, validators=[validate_timezone]
+    )
+    display_name = StrictCharField(required=False, allow_blank=True, max_length=200)
+    extras = JsonObjectField(required=False)
+
+
+class PreferenceSerializer(serializers.Serializer):
+    key = _domain_key_field(PREFERENCE_DOMAINS)
+    value = serializers.JSONField()
+    confidence = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+    source_ids = serializers.ListField(child=StrictCharField(max_length=128), required=False)
+
+
+class RoleSerializer(serializers.Serializer):
+    project = StrictCharField(max_length=64, validators=[slug_validator])
+    role = StrictCharField(max_length=64, allow_null=True)
+    permission_scope = serializers.ChoiceField(
+        choices=UserProjectRole.Scope.choices, required=False
+    )
+
+
+class FactSerializer(serializers.Serializer):
+    key = _domain_key_field(FACT_DOMAINS)
+    value = serializers.JSONField()
+    project = StrictCharField(required=False, max_length=64, validators=[slug_validator])
+    source_ids = serializers.ListField(child=StrictCharField(max_length=128), required=False)
+
+
+class UserProfileApi(APIView):
+    """GET: profile, current preferences, project roles and stable facts of one end user.
+
+    PATCH (admin keys): change any of them in one all-or-nothing step; preferences and facts
+    get a new version and keep the previous one.
+    """
+
+    required_scopes = {"GET": "read", "PATCH": "admin"}
+
+    class ProfilePatchInputSerializer(serializers.Serializer):
+        profile = ProfileFieldsSerializer(required=False)
+        preferences = PreferenceSerializer(many=True, required=False)
+        roles = RoleSerializer(many=True, required=False)
+        facts = FactSerializer(many=True, required=False)
+
+        def validate_preferences(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return _unique_keys(items, fields=("key",))
+
+        def validate_roles(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return _unique_keys(items, fields=("project",))
+
+        def validate_facts(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return _unique_keys(items, fields=("key", "project"))
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            if not any(attrs.get(part) for part in ("profile", "preferences", "roles", "facts")):
+                raise serializers.ValidationError(
+                    "Give at least one of profile, preferences, roles, facts."
+                )
+            return attrs
+
+    class ProfileOutputSerializer(serializers.Serializer):
+        user_id = serializers.CharField()
+        profile = serializers.DictField()
+        preferences = serializers.ListField(child=serializers.DictField())
+        roles = serializers.ListField(child=serializers.DictField())
+        facts = serializers.ListField(child=serializers.DictField())
+
+    @extend_schema(responses=ProfileOutputSerializer)
+    def get(self, request: Request, user_id: str) -> Response:
+        document = profile_document_for(tenant=request_tenant(request), external_id=user_id)
+        return Response(self.ProfileOutputSerializer(document).data)
+
+    @extend_schema(request=ProfilePatchInputSerializer, responses=ProfileOutputSerializer)
+    def patch(self, request: Request, user_id: str) -> Response:
+        serializer = self.ProfilePatchInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        tenant = request_tenant(request)
+        profile_update(
+            tenant=tenant,
+            external_id=user_id,
+            patch=ProfilePatch(
+                profile=data.get("profile", {}),
+                preferences=data.get("preferences", ()),
+                roles=data.get("roles", ()),
+                facts=data.get("facts", ()),
+            ),
+        )
+        document = profile_document_for(tenant=tenant, external_id=user_id)
+        return Response(self.ProfileOutputSerializer(document).data)

@@ -1,0 +1,89 @@
+"""Connects to the real stores under this run's own names and removes them afterwards.
+
+Nothing is started here: scripts/test.sh starts the local stores before pytest.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from rest_framework.test import APIClient
+
+from memories.ltm.search import card_search_index
+from memories.ltm.vectors import vector_index
+from memories.services import stores_ensure
+from memories.stm import keys
+from memories.stm.redis_client import redis_connection
+from memoryproject.errors import StoreUnavailable
+from profiles.models import Tenant
+from profiles.services import api_key_create
+from tests.factories import TenantFactory
+
+START_HINT = "start the local stores with ./scripts/test.sh (it runs pytest after starting them)"
+
+
+def _redis_keys() -> list[bytes]:
+    return list(redis_connection().scan_iter(match=keys.all_keys_pattern(), count=1000))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def real_stores() -> Iterator[None]:
+    """Fail fast, naming the store, when one is not reachable; clean up this run's names."""
+    checks: dict[str, Callable[[], object]] = {
+        f"Redis at {settings.REDIS_URL}": lambda: redis_connection().ping(),
+        f"Elasticsearch at {settings.ELASTICSEARCH_URL}": lambda: card_search_index().ping(),
+        f"Milvus at {settings.MILVUS_URI}": lambda: vector_index().ping(),
+    }
+    for name, check in checks.items():
+        try:
+            check()
+        except (StoreUnavailable, OSError, Exception) as exc:
+            pytest.exit(f"{name} is not reachable ({exc}); {START_HINT}", returncode=3)
+    stores_ensure()
+    yield
+    card_search_index().drop()
+    vector_index().drop()
+    stale = _redis_keys()
+    if stale:
+        redis_connection().delete(*stale)
+    shutil.rmtree(Path(settings.STORAGES["transcripts"]["OPTIONS"]["location"]).parent, True)
+
+
+@pytest.fixture
+def tenant(db: None) -> Tenant:
+    return TenantFactory()
+
+
+@pytest.fixture
+def other_tenant(db: None) -> Tenant:
+    return TenantFactory()
+
+
+@pytest.fixture
+def client_for() -> Callable[..., APIClient]:
+    """An API client authenticated with a new key of `tenant` holding `scopes`."""
+
+    def make(tenant: Tenant, scopes: tuple[str, ...] = ("read", "write")) -> APIClient:
+        _, secret = api_key_create(tenant=tenant, name="test", scopes=scopes)
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+        client.api_secret = secret  # type: ignore[attr-defined]
+        return client
+
+    return make
+
+
+@pytest.fixture
+def owner(tenant: Tenant, client_for: Callable[..., APIClient]) -> APIClient:
+    """The tenant's agent with read, write and admin scopes."""
+    return client_for(tenant, ("read", "write", "admin"))
+
+
+@pytest.fixture
+def stranger(other_tenant: Tenant, client_for: Callable[..., APIClient]) -> APIClient:
+    """An agent of another tenant, with every scope."""
+    return client_for(other_tenant, ("read", "write", "admin"))

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memoryproject.env import ConfigError, Env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_typed_values_and_defaults() -> None:
+    env = Env({"A": "yes", "N": "12", "L": "a, b,,c", "J": '{"x": 1}'})
+    assert env.boolean("A") is True
+    assert env.integer("N", minimum=1) == 12
+    assert env.csv_list("L") == ["a", "b", "c"]
+    assert env.json_object("J") == {"x": 1}
+    assert env.string("MISSING", "fallback") == "fallback"
+
+
+def test_database_url_becomes_a_django_database() -> None:
+    db = Env({"DATABASE_URL": "postgres://me:p%40ss@db.example:6543/memory"}).database(
+        "DATABASE_URL"
+    )
+    assert (db["NAME"], db["USER"], db["PASSWORD"], db["HOST"], db["PORT"]) == (
+        "memory",
+        "me",
+        "p@ss",
+        "db.example",
+        "6543",
+    )
+
+
+@pytest.mark.parametrize(
+    ("environ", "call", "message"),
+    [
+        ({}, lambda e: e.string("SECRET_KEY"), "SECRET_KEY: is required"),
+        ({"DEBUG": "maybe"}, lambda e: e.boolean("DEBUG"), "DEBUG: expected true/false"),
+        ({"N": "x"}, lambda e: e.integer("N"), "N: expected an integer"),
+        ({"N": "0"}, lambda e: e.integer("N", minimum=1), "N: must be at least 1"),
+        ({"R": "http://h:6379"}, lambda e: e.url("R", schemes=("redis",)), "R: expected a URL"),
+        ({"R": "redis://h:99999"}, lambda e: e.url("R", schemes=("redis",)), "invalid port"),
+        ({"D": "postgres://h:5432/"}, lambda e: e.database("D"), "D: names no database"),
+        ({"J": "[1]"}, lambda e: e.json_object("J"), "J: must be a JSON object"),
+    ],
+)
+def test_bad_values_name_the_variable(environ, call, message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        call(Env(environ))
+    assert message in str(raised.value)
+
+
+def test_a_bad_setting_stops_start_up_with_one_clear_line() -> None:
+    environ = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DJANGO_SETTINGS_MODULE", "DATABASE_URL"}
+    }
+    environ.update(SECRET_KEY="x", DATABASE_URL="mysql://root@127.0.0.1/test")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "configuration error: DATABASE_URL: expected a URL starting with postgres or postgresql://"
+    ]

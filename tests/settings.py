@@ -1,0 +1,24 @@
+"""Test settings: the real stores, under names of this run's own, removed afterwards."""
+
+import os
+import tempfile
+import uuid
+
+RUN_ID = os.environ.setdefault("MEMORY_TEST_RUN_ID", uuid.uuid4().hex[:10])
+os.environ.setdefault("SECRET_KEY", "test-only-secret")
+os.environ["SECURE_COOKIES"] = "0"
+os.environ["REDIS_KEY_PREFIX"] = f"test-{RUN_ID}"
+os.environ["ELASTICSEARCH_INDEX_PREFIX"] = f"test-{RUN_ID}"
+os.environ["MILVUS_COLLECTION_PREFIX"] = f"test_{RUN_ID}"
+os.environ["CELERY_QUEUE"] = f"test-{RUN_ID}"
+os.environ["TRANSCRIPT_STORAGE"] = os.path.join(
+    tempfile.gettempdir(), f"memory-test-{RUN_ID}", "transcripts"
+)
+
+from memoryproject.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES["staticfiles"] = {  # noqa: F405 - tests do not run collectstatic
+    "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+}
+MIDDLEWARE = [m for m in MIDDLEWARE if not m.startswith("whitenoise")]  # noqa: F405

@@ -1,0 +1,324 @@
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from profiles.models import EndUser
+from transcripts.models import EventRef, Segment, Session
+from transcripts.storage import transcript_storage
+
+
+def events_url(session_id: str) -> str:
+    return reverse("transcripts:events", kwargs={"session_id": session_id})
+
+
+def append(client: APIClient, session_id: str, events: list[dict], user_id: str = "u_1", **extra):
+    body = {"user_id": user_id, "events": events, **extra}
+    return client.post(events_url(session_id), body, format="json")
+
+
+def layer0_counts() -> tuple[int, int, int, int, int]:
+    """Rows and stored objects of Layer 0, to prove a refused request wrote nothing."""
+    root = Path(transcript_storage().location)  # type: ignore[attr-defined]
+    objects = len(list(root.rglob("*.jsonl"))) if root.exists() else 0
+    return (
+        Session.objects.count(),
+        Segment.objects.count(),
+        EventRef.objects.count(),
+        EndUser.objects.count(),
+        objects,
+    )
+
+
+@pytest.mark.django_db
+def test_append_then_replay_keeps_order_ids_and_content(owner: APIClient) -> None:
+    # when two batches are appended
+    first = append(
+        owner,
+        "s-1",
+        [
+            {"id": "m-1", "role": "user", "content": "createOrder 超时了，帮我排查"},
+            {"role": "assistant", "content": "Looking at the logs.", "metadata": {"model": "x"}},
+        ],
+        task_id="bug-456",
+    )
+    second = append(owner, "s-1", [{"role": "tool", "content": "ok", "tool_call_id": "call-1"}])
+
+    # then each gets server sequence numbers and ids, in order
+    assert first.status_code == 201, first.json()
+    assert [e["seq"] for e in first.json()["events"]] == [1, 2]
+    assert first.json()["events"][0]["id"] == "m-1"
+    assert first.json()["events"][1]["id"].startswith("msg_")
+    assert second.json()["events"] == [{"seq": 3, "id": second.json()["events"][0]["id"]}]
+
+    replay = owner.get(events_url("s-1"))
+    body = replay.json()
+    assert replay.status_code == 200
+    assert body["user_id"] == "u_1" and body["task_id"] == "bug-456"
+    assert [(e["seq"], e["role"]) for e in body["events"]] == [
+        (1, "user"),
+        (2, "assistant"),
+        (3, "tool"),
+    ]
+    assert body["events"][0]["content"] == "createOrder 超时了，帮我排查"
+    assert body["events"][1]["metadata"] == {"model": "x"}
+    assert body["events"][2]["tool_call_id"] == "call-1"
+
+    page = owner.get(events_url("s-1"), {"after": 1, "limit": 1}).json()
+    assert [e["seq"] for e in page["events"]] == [2]
+    assert page["has_more"] is True and page["next_after"] == 2
+
+
+@pytest.mark.django_db
+def test_retry_with_same_ids_returns_original_ids_and_writes_nothing(owner: APIClient) -> None:
+    batch = [
+        {"id": "m-1", "role": "user", "content": "remember this"},
+        {"role": "assistant", "content": "ok"},
+    ]
+    created = append(owner, "s-1", batch)
+    before = layer0_counts()
+
+    retried = append(owner, "s-1", batch)
+
+    assert created.status_code == 201
+    assert retried.status_code == 200
+    assert retried.json()["created"] is False
+    assert retried.json()["events"] == created.json()["events"]
+    assert layer0_counts() == before
+
+
+@pytest.mark.django_db
+def test_same_id_with_other_content_is_a_conflict_and_writes_nothing(owner: APIClient) -> None:
+    append(owner, "s-1", [{"id": "m-1", "role": "user", "content": "first"}])
+    before = layer0_counts()
+
+    response = append(owner, "s-1", [{"id": "m-1", "role": "user", "content": "changed"}])
+
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "duplicate_event_id"
+    assert layer0_counts() == before
+
+
+@pytest.mark.django_db
+def test_session_of_another_user_is_a_conflict(owner: APIClient) -> None:
+    append(owner, "s-1", [{"role": "user", "content": "hi"}], user_id="u_1")
+    before = layer0_counts()
+
+    response = append(owner, "s-1", [{"role": "user", "content": "hi"}], user_id="u_2")
+
+    assert response.status_code == 409
+    assert "user_id" in response.json()["error"]["fields"]
+    assert layer0_counts()[:3] == before[:3]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_eight_concurrent_appenders_lose_nothing_and_never_interleave(tenant, client_for) -> None:
+    clients = [client_for(tenant) for _ in range(8)]
+    batches_per_client, batch_size = 5, 4
+    errors: list[str] = []
+
+    def run(index: int, client: APIClient) -> None:
+        try:
+            for b in range(batches_per_client):
+                events = [
+                    {"id": f"c{index}-b{b}-e{e}", "role": "user", "content": f"{index}/{b}/{e}"}
+                    for e in range(batch_size)
+                ]
+                response = append(client, "shared", events)
+                if response.status_code != 201:
+                    errors.append(f"{response.status_code} {response.content!r}")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    events = clients[0].get(events_url("shared"), {"limit": 1000}).json()["events"]
+    total = 8 * batches_per_client * batch_size
+    assert [e["seq"] for e in events] == list(range(1, total + 1))
+    assert len({e["id"] for e in events}) == total
+    # every batch is contiguous and in the order it was sent
+    for start in range(0, total, batch_size):
+        chunk = events[start : start + batch_size]
+        prefixes = {e["id"].rsplit("-e", 1)[0] for e in chunk}
+        assert len(prefixes) == 1
+        assert [e["id"][-1] for e in chunk] == [str(i) for i in range(batch_size)]
+    # and per client, batches keep their order
+    for index in range(8):
+        mine = [e["content"] for e in events if e["id"].startswith(f"c{index}-")]
+        assert mine == [f"{index}/{b}/{e}" for b in range(5) for e in range(4)]
+    verify = clients[0].get(reverse("transcripts:verify", kwargs={"session_id": "shared"}))
+    assert verify.json()["ok"] is True
+
+
+@pytest.mark.django_db
+def test_editing_one_byte_of_a_segment_makes_verify_fail_and_name_it(owner: APIClient) -> None:
+    for n in range(3):
+        append(owner, "s-1", [{"role": "user", "content": f"message {n}"}])
+    url = reverse("transcripts:verify", kwargs={"session_id": "s-1"})
+    assert owner.get(url).json() == {
+        "session_id": "s-1",
+        "ok": True,
+        "segments_checked": 3,
+        "events_checked": 3,
+        "problems": [],
+    }
+    segment = Segment.objects.get(session__external_id="s-1", number=2)
+    path = Path(transcript_storage().path(segment.path))
+    data = bytearray(path.read_bytes())
+    position = data.index(b"message 1") + len("message ")
+    data[position] = ord("7")
+    path.write_bytes(bytes(data))
+
+    report = owner.get(url).json()
+
+    assert report["ok"] is False
+    assert [p["segment"] for p in report["problems"]] == [2]
+    assert report["problems"][0]["path"] == segment.path
+    assert "modified" in report["problems"][0]["reason"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"events": [{"role": "user", "content": "x"}]}, "user_id"),
+        ({"user_id": "u_1"}, "events"),
+        ({"user_id": "u_1", "events": []}, "events"),
+        ({"user_id": "u_1", "events": [{"role": "robot", "content": "x"}]}, "events.0.role"),
+        ({"user_id": "u_1", "events": [{"role": "user"}]}, "events.0.content"),
+        ({"user_id": "u_1", "events": [{"role": "user", "content": 7}]}, "events.0.content"),
+        ({"user_id": "u 1", "events": [{"role": "user", "content": "x"}]}, "user_id"),
+        (
+            {"user_id": "u_1", "events": [{"role": "tool", "content": "x"}]},
+            "events.0.tool_call_id",
+        ),
+        (
+            {
+                "user_id": "u_1",
+                "events": [
+                    {"role": "user", "content": "fine"},
+                    {"role": "user", "content": "x", "metadata": "not an object"},
+                ],
+            },
+            "events.1.metadata",
+        ),
+        (
+            {
+                "user_id": "u_1",
+                "events": [
+                    {"id": "same", "role": "user", "content": "a"},
+                    {"id": "same", "role": "user", "content": "b"},
+                ],
+            },
+            "events",
+        ),
+    ],
+)
+def test_bad_input_is_400_in_the_error_shape_and_writes_nothing(
+    owner: APIClient, body: dict, field: str
+) -> None:
+    append(owner, "s-1", [{"role": "user", "content": "already here"}])
+    before = layer0_counts()
+
+    response = owner.post(events_url("s-1"), body, format="json")
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid"
+    assert field in error["fields"]
+    assert layer0_counts() == before
+
+
+@pytest.mark.django_db
+def test_invalid_json_is_400(owner: APIClient) -> None:
+    before = layer0_counts()
+    response = owner.post(events_url("s-1"), data="{nope", content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_json"
+    assert layer0_counts() == before
+
+
+@pytest.mark.django_db
+def test_oversized_content_is_400_and_too_many_events_or_bytes_is_413(
+    owner: APIClient, settings
+) -> None:
+    settings.TRANSCRIPT_MAX_CONTENT_CHARS = 100
+    settings.TRANSCRIPT_MAX_EVENTS_PER_APPEND = 3
+    settings.API_MAX_BODY_BYTES = 2000
+    before = layer0_counts()
+
+    too_long = append(owner, "s-1", [{"role": "user", "content": "x" * 101}])
+    too_many = append(owner, "s-1", [{"role": "user", "content": "x"}] * 4)
+    too_big = owner.post(
+        events_url("s-1"),
+        data=json.dumps({"user_id": "u_1", "events": [{"role": "user", "content": "y" * 3000}]}),
+        content_type="application/json",
+    )
+
+    assert too_long.status_code == 400
+    assert "events.0.content" in too_long.json()["error"]["fields"]
+    assert too_many.status_code == 413
+    assert too_many.json()["error"]["code"] == "payload_too_large"
+    assert too_big.status_code == 413
+    assert too_big.json()["error"]["code"] == "payload_too_large"
+    assert layer0_counts() == before
+
+
+@pytest.mark.django_db
+def test_replay_query_is_validated(owner: APIClient) -> None:
+    append(owner, "s-1", [{"role": "user", "content": "x"}])
+    response = owner.get(events_url("s-1"), {"after": -1, "limit": 5000})
+    assert response.status_code == 400
+    assert set(response.json()["error"]["fields"]) == {"after", "limit"}
+
+
+@pytest.mark.django_db
+def test_another_tenant_gets_404_on_sessions_events_and_verify(
+    owner: APIClient, stranger: APIClient
+) -> None:
+    append(owner, "s-1", [{"role": "user", "content": "private"}])
+    before = layer0_counts()
+
+    replay = stranger.get(events_url("s-1"))
+    verify = stranger.get(reverse("transcripts:verify", kwargs={"session_id": "s-1"}))
+    # an append to the same id lands in the stranger's own namespace, never in ours
+    own = append(stranger, "s-1", [{"role": "user", "content": "mine"}])
+
+    assert replay.status_code == 404 and replay.json()["error"]["code"] == "not_found"
+    assert verify.status_code == 404
+    assert own.status_code == 201
+    ours = owner.get(events_url("s-1")).json()["events"]
+    assert [e["content"] for e in ours] == ["private"]
+    assert Session.objects.count() == before[0] + 1
+
+
+@pytest.mark.django_db
+def test_verify_transcripts_command_reports_broken_segments(owner: APIClient, capsys) -> None:
+    from django.core.management import CommandError, call_command
+
+    append(owner, "s-1", [{"role": "user", "content": "a"}])
+    call_command("verify_transcripts")
+    assert "0 broken" in capsys.readouterr().out
+
+    segment = Segment.objects.get(session__external_id="s-1")
+    Path(transcript_storage().path(segment.path)).unlink()
+    with pytest.raises(CommandError):
+        call_command("verify_transcripts")
+    assert "missing" in capsys.readouterr().out
+
+
+def test_transcript_storage_is_this_runs_own_folder() -> None:
+    assert settings.STORAGES["transcripts"]["OPTIONS"]["location"].startswith("/")
+    assert "memory-test-" in settings.STORAGES["transcripts"]["OPTIONS"]["location"]

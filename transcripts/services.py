@@ -1,0 +1,206 @@
+"""Appending to Layer 0: batches of events become one immutable, hash-chained segment."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from memoryproject.errors import Conflict
+from profiles.models import Tenant
+from profiles.services import end_user_get_or_create
+from transcripts.models import EventRef, Segment, Session
+from transcripts.segments import encode_segment, event_digest, sha256_hex
+from transcripts.storage import segment_delete, segment_write
+
+
+class Role:
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+    SYSTEM = "system"
+    ALL = (USER, ASSISTANT, TOOL, SYSTEM)
+
+
+@dataclass(frozen=True)
+class EventIn:
+    """One event as a client sends it; `message_id` is the client's own id, if it has one."""
+
+    role: str
+    content: str
+    message_id: str = ""
+    tool_call_id: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    occurred_at: datetime | None = None
+
+    @property
+    def digest(self) -> str:
+        return event_digest(
+            role=self.role,
+            content=self.content,
+            tool_call_id=self.tool_call_id,
+            metadata=self.metadata,
+        )
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    session: Session
+    ids: list[tuple[int, str]]  # (seq, message_id) in the order sent
+    created: bool  # False when this was a retry of an append already stored
+
+
+def events_append(
+    *,
+    tenant: Tenant,
+    session_id: str,
+    user_id: str,
+    events: Sequence[EventIn],
+    task_id: str = "",
+) -> AppendResult:
+    """Append a validated batch to a session as one segment, all or nothing.
+
+    Appends to one session are serialised by a row lock, so they never interleave. A retry
+    that carries the same client ids and content returns the original ids and writes nothing;
+    the same ids with other content is a Conflict.
+    """
+    end_user = end_user_get_or_create(tenant=tenant, external_id=user_id)
+    stored_name = ""
+    try:
+        with transaction.atomic():
+            session = _locked_session(
+                tenant=tenant, session_id=session_id, end_user_id=end_user.pk, task_id=task_id
+            )
+            replay = _replayed_ids(session=session, events=events)
+            if replay is not None:
+                return AppendResult(session=session, ids=replay, created=False)
+            result, stored_name = _write_segment(session=session, events=events, task_id=task_id)
+            return result
+    except BaseException:
+        if stored_name:  # the metadata did not commit: remove the orphan object
+            segment_delete(name=stored_name)
+        raise
+
+
+def _locked_session(*, tenant: Tenant, session_id: str, end_user_id: int, task_id: str) -> Session:
+    session, _ = Session.objects.get_or_create(
+        tenant=tenant,
+        external_id=session_id,
+        defaults={"end_user_id": end_user_id, "task_id": task_id},
+    )
+    session = Session.objects.select_for_update().get(pk=session.pk)
+    if session.end_user_id != end_user_id:
+        raise Conflict(
+            f"Session {session_id!r} belongs to another user.",
+            fields={"user_id": ["Does not match the user this session was started for."]},
+        )
+    return session
+
+
+def _replayed_ids(*, session: Session, events: Sequence[EventIn]) -> list[tuple[int, str]] | None:
+    """The stored ids if this batch repeats an earlier append exactly; None if it is new."""
+    positions = {e.message_id: i for i, e in enumerate(events) if e.message_id}
+    if not positions:
+        return None
+    known = list(EventRef.objects.filter(session=session, message_id__in=positions))
+    if not known:
+        return None
+    anchor = known[0]
+    base = anchor.seq - positions[anchor.message_id]
+    stored = {
+        ref.seq: ref
+        for ref in EventRef.objects.filter(
+            session=session, seq__gte=base, seq__lt=base + len(events)
+        )
+    }
+    already = ", ".join(sorted(ref.message_id for ref in known))
+    same_batch = len(stored) == len(events) and all(
+        (ref := stored.get(base + i)) is not None
+        and ref.digest == event.digest
+        and (not event.message_id or ref.message_id == event.message_id)
+        for i, event in enumerate(events)
+    )
+    if not same_batch:
+        raise Conflict(
+            "Some event ids are already stored in this session with other content or in another "
+            "batch.",
+            fields={"events": [f"Already stored: {already}."]},
+            code="duplicate_event_id",
+        )
+    return [(base + i, stored[base + i].message_id) for i in range(len(events))]
+
+
+def _write_segment(
+    *, session: Session, events: Sequence[EventIn], task_id: str
+) -> tuple[AppendResult, str]:
+    now = timezone.now()
+    first_seq = session.event_count + 1
+    number = session.segment_count + 1
+    records: list[dict[str, Any]] = []
+    for offset, event in enumerate(events):
+        records.append(
+            {
+                "seq": first_seq + offset,
+                "id": event.message_id or f"msg_{uuid.uuid4().hex}",
+                "role": event.role,
+                "content": event.content,
+                "tool_call_id": event.tool_call_id,
+                "metadata": event.metadata,
+                "created_at": (event.occurred_at or now).isoformat(),
+                "received_at": now.isoformat(),
+            }
+        )
+    last_seq = first_seq + len(records) - 1
+    data = encode_segment(
+        header={
+            "session": session.external_id,
+            "segment": number,
+            "first_seq": first_seq,
+            "last_seq": last_seq,
+            "prev_sha256": session.head_hash,
+            "created_at": now.isoformat(),
+        },
+        events=records,
+    )
+    digest = sha256_hex(data)
+    name = segment_write(
+        name=f"{session.tenant_id}/{session.pk}/{number:08d}-{uuid.uuid4().hex[:8]}.jsonl",
+        data=data,
+    )
+    Segment.objects.create(
+        session=session,
+        number=number,
+        first_seq=first_seq,
+        last_seq=last_seq,
+        path=name,
+        sha256=digest,
+        prev_sha256=session.head_hash,
+        size_bytes=len(data),
+    )
+    EventRef.objects.bulk_create(
+        EventRef(session=session, message_id=r["id"], seq=r["seq"], digest=e.digest)
+        for r, e in zip(records, events, strict=True)
+    )
+    session.event_count = last_seq
+    session.segment_count = number
+    session.last_event_at = now
+    session.head_hash = digest
+    if task_id:
+        session.task_id = task_id
+    session.save(
+        update_fields=[
+            "event_count",
+            "segment_count",
+            "last_event_at",
+            "head_hash",
+            "task_id",
+            "updated_at",
+        ]
+    )
+    ids = [(r["seq"], r["id"]) for r in records]
+    return AppendResult(session=session, ids=ids, created=True), name
