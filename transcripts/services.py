@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memoryproject.errors import Conflict
@@ -69,12 +69,11 @@ def events_append(
     that carries the same client ids and content returns the original ids and writes nothing;
     the same ids with other content is a Conflict.
     """
-    end_user = end_user_get_or_create(tenant=tenant, external_id=user_id)
     stored_name = ""
     try:
         with transaction.atomic():
             session = _locked_session(
-                tenant=tenant, session_id=session_id, end_user_id=end_user.pk, task_id=task_id
+                tenant=tenant, session_id=session_id, user_id=user_id, task_id=task_id
             )
             replay = _replayed_ids(session=session, events=events)
             if replay is not None:
@@ -87,14 +86,21 @@ def events_append(
         raise
 
 
-def _locked_session(*, tenant: Tenant, session_id: str, end_user_id: int, task_id: str) -> Session:
-    session, _ = Session.objects.get_or_create(
-        tenant=tenant,
-        external_id=session_id,
-        defaults={"end_user_id": end_user_id, "task_id": task_id},
-    )
-    session = Session.objects.select_for_update().get(pk=session.pk)
-    if session.end_user_id != end_user_id:
+def _locked_session(*, tenant: Tenant, session_id: str, user_id: str, task_id: str) -> Session:
+    """The session row, locked for this transaction; created (with its user) on first append."""
+    lookup = Session.objects.select_for_update(of=("self",)).select_related("end_user")
+    session = lookup.filter(tenant=tenant, external_id=session_id).first()
+    if session is None:
+        end_user = end_user_get_or_create(tenant=tenant, external_id=user_id)
+        try:
+            with transaction.atomic():
+                Session.objects.create(
+                    tenant=tenant, external_id=session_id, end_user=end_user, task_id=task_id
+                )
+        except IntegrityError:  # created concurrently; the lock below waits for that append
+            pass
+        session = lookup.get(tenant=tenant, external_id=session_id)
+    if session.end_user.external_id != user_id:
         raise Conflict(
             f"Session {session_id!r} belongs to another user.",
             fields={"user_id": ["Does not match the user this session was started for."]},
