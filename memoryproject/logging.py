@@ -6,6 +6,7 @@ import contextvars
 import json
 import logging
 import re
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -50,8 +51,14 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(payload, default=str, ensure_ascii=False)
 
 
+request_logger = logging.getLogger("memoryproject.request")
+
+
 class RequestIdMiddleware:
-    """Adopt the caller's X-Request-ID (if well-formed) or make one; echo it on the response."""
+    """Adopt the caller's X-Request-ID (if well-formed) or make one; echo it on the response.
+
+    Also writes the one access-log line of each request, as JSON with its request id.
+    """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -60,8 +67,21 @@ class RequestIdMiddleware:
         incoming = request.headers.get(REQUEST_ID_HEADER, "")
         request_id = incoming if _VALID_REQUEST_ID.match(incoming) else uuid.uuid4().hex
         token = _request_id.set(request_id)
+        started = time.perf_counter()
         try:
             response = self.get_response(request)
+            request_logger.info(
+                "%s %s %s",
+                request.method,
+                request.path,
+                response.status_code,
+                extra={
+                    "method": request.method,
+                    "path": request.path,
+                    "status": response.status_code,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                },
+            )
         finally:
             _request_id.reset(token)
         response[REQUEST_ID_HEADER] = request_id

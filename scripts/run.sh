@@ -35,7 +35,7 @@ echo "==> demo tenant"
 .venv/bin/python manage.py seed_demo ${DEMO_ADMIN_PASSWORD:+--password "$DEMO_ADMIN_PASSWORD"}
 
 .venv/bin/gunicorn memoryproject.wsgi --bind "127.0.0.1:$PORT" --workers "${WEB_WORKERS:-4}" \
-  --access-logfile - &
+  --log-level warning &
 pids+=($!)
 .venv/bin/celery -A memoryproject worker --loglevel INFO --concurrency "${WORKER_CONCURRENCY:-2}" &
 pids+=($!)

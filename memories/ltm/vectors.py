@@ -91,7 +91,17 @@ class MilvusVectorIndex:
 @cache
 def vector_index() -> MilvusVectorIndex:
     try:
-        client = MilvusClient(uri=settings.MILVUS_URI, token=settings.MILVUS_TOKEN, timeout=5)
+        client = MilvusClient(
+            uri=settings.MILVUS_URI,
+            token=settings.MILVUS_TOKEN,
+            timeout=5,
+            # Idle keepalive pings every 10s (the client default) make servers answer
+            # GOAWAY "too_many_pings"; ping only while calls are in flight.
+            grpc_options={
+                "grpc.keepalive_time_ms": 60000,
+                "grpc.keepalive_permit_without_calls": 0,
+            },
+        )
     except MilvusException as exc:  # the client connects as it is built; nothing is cached then
         raise StoreUnavailable(f"Milvus: {exc}") from exc
     return MilvusVectorIndex(

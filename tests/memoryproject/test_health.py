@@ -86,3 +86,24 @@ def test_tasks_enqueued_during_a_request_carry_its_request_id() -> None:
         queue.queue.delete()  # the probe queue and its binding leave the broker
         queue.close()
     assert message.headers["request_id"] == "req-42"
+
+
+def test_each_request_writes_one_json_access_line_with_its_request_id(client: Client) -> None:
+    import io
+    import json
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RequestIdFilter())
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("memoryproject.request")
+    logger.addHandler(handler)
+    try:
+        client.get("/healthz", headers={"X-Request-ID": "trace-7"})
+    finally:
+        logger.removeHandler(handler)
+
+    (line,) = [json.loads(text) for text in stream.getvalue().splitlines()]
+    assert line["request_id"] == "trace-7"
+    assert (line["method"], line["path"], line["status"]) == ("GET", "/healthz", 200)
+    assert line["duration_ms"] >= 0
