@@ -1,1 +1,147 @@
-"""Ledgers of Layers 2 and 3 live here; the memory items themselves live in Redis, ES and Milvus."""
+"""PostgreSQL side of the memory layers: write policies, vocabularies, extraction cursors.
+
+The short-term items themselves live in Redis; long-term cards in Elasticsearch and Milvus.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+from profiles.models import Tenant
+from transcripts.models import Session
+
+DEFAULT_WEIGHTS = {
+    "verified": 3,
+    "user_constraint": 3,
+    "decision": 2,
+    "stable_for_task": 2,
+    "novelty_high": 2,
+    "confidence_high": 1,
+    "duplicate": -3,
+    "transient": -2,
+    "raw_blob": -2,
+}
+DEFAULT_TTL_MINUTES = {
+    "constraint": 24 * 60,
+    "decision": 12 * 60,
+    "preference": 7 * 24 * 60,
+    "fact": 6 * 60,
+    "observation": 2 * 60,
+    "hypothesis": 30,
+}
+
+
+def _default_weights() -> dict[str, int]:
+    return dict(DEFAULT_WEIGHTS)
+
+
+def _default_ttls() -> dict[str, int]:
+    return dict(DEFAULT_TTL_MINUTES)
+
+
+class WritePolicy(models.Model):
+    """A tenant's rules for what enters short-term memory; each save is a new version."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="write_policies")
+    version = models.PositiveIntegerField(default=1)
+    is_current = models.BooleanField(default=True)
+    weights = models.JSONField(default=_default_weights)
+    write_threshold = models.IntegerField(default=3)
+    novelty_high_threshold = models.FloatField(default=0.5)
+    confidence_high_threshold = models.FloatField(default=0.8)
+    transient_ttl_minutes = models.PositiveIntegerField(
+        default=10, help_text="Candidates expected to live less than this count as transient."
+    )
+    raw_blob_chars = models.PositiveIntegerField(
+        default=400, help_text="A summary longer than this is raw text, not a structured fact."
+    )
+    max_summary_chars = models.PositiveIntegerField(
+        default=2000, help_text="Longer candidates (raw logs) are never stored."
+    )
+    ttl_minutes_by_type = models.JSONField(default=_default_ttls)
+    min_ttl_minutes = models.PositiveIntegerField(default=5)
+    max_ttl_minutes = models.PositiveIntegerField(default=30 * 24 * 60)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["tenant", "-version"]
+        verbose_name_plural = "write policies"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "version"], name="writepolicy_unique_version"
+            ),
+            models.UniqueConstraint(
+                fields=["tenant"], condition=Q(is_current=True), name="writepolicy_one_current"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"write policy v{self.version} of {self.tenant}"
+
+    def clean(self) -> None:
+        errors: dict[str, Any] = {}
+        unknown = set(self.weights or {}) - set(DEFAULT_WEIGHTS)
+        if not isinstance(self.weights, dict) or unknown:
+            errors["weights"] = f"Use only the terms {', '.join(DEFAULT_WEIGHTS)}."
+        elif not all(isinstance(v, int | float) for v in self.weights.values()):
+            errors["weights"] = "Weights must be numbers."
+        ttls = self.ttl_minutes_by_type
+        if not isinstance(ttls, dict) or not all(
+            isinstance(v, int) and v > 0 for v in ttls.values()
+        ):
+            errors["ttl_minutes_by_type"] = "Give positive whole minutes per memory type."
+        if self.min_ttl_minutes > self.max_ttl_minutes:
+            errors["min_ttl_minutes"] = "Must not exceed the maximum."
+        if errors:
+            raise ValidationError(errors)
+
+
+class VocabularyEntry(models.Model):
+    """A tenant's addition to the default word lists: a dictionary term or a pattern."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="vocabulary")
+    kind = models.CharField(max_length=32)
+    value = models.CharField(max_length=500)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["tenant", "kind", "value"]
+        verbose_name_plural = "vocabulary entries"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "kind", "value"], name="vocabulary_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.value}"
+
+    def clean(self) -> None:
+        from memories.vocabulary import DICTIONARY_KIND, compile_pattern, vocabulary_kinds
+
+        if self.kind not in vocabulary_kinds():
+            raise ValidationError({"kind": f"Use one of {', '.join(vocabulary_kinds())}."})
+        if self.kind != DICTIONARY_KIND:
+            try:
+                compile_pattern(self.kind, self.value)
+            except Exception as exc:  # re.error and friends
+                raise ValidationError({"value": f"Not a valid pattern: {exc}"}) from None
+
+
+class ExtractionCursor(models.Model):
+    """How far the extractors have read a session's transcript (its watermark)."""
+
+    session = models.OneToOneField(
+        Session, on_delete=models.CASCADE, primary_key=True, related_name="extraction_cursor"
+    )
+    extracted_seq = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.session} extracted to {self.extracted_seq}"

@@ -89,6 +89,14 @@ MILVUS_COLLECTION_PREFIX = env.string("MILVUS_COLLECTION_PREFIX", "memory")
 EMBEDDING_DIM = env.integer("EMBEDDING_DIM", 384, minimum=1)
 EMBEDDING_MODEL = env.string("EMBEDDING_MODEL", "multilingual-e5-small")
 
+# Optional LLM extractor (an OpenAI-compatible chat-completions endpoint); off when empty.
+LLM_EXTRACTOR_URL = env.string("LLM_EXTRACTOR_URL", "")
+if LLM_EXTRACTOR_URL:
+    env.url("LLM_EXTRACTOR_URL", schemes=("http", "https"))
+LLM_EXTRACTOR_API_KEY = env.string("LLM_EXTRACTOR_API_KEY", "")
+LLM_EXTRACTOR_MODEL = env.string("LLM_EXTRACTOR_MODEL", "gpt-4o-mini")
+LLM_EXTRACTOR_TIMEOUT = env.integer("LLM_EXTRACTOR_TIMEOUT", 20, minimum=1)
+
 # Layer 0: a local folder by default; or the dotted path of any Django storage backend
 # (e.g. storages.backends.s3.S3Storage) with its options as JSON in TRANSCRIPT_STORAGE_OPTIONS.
 _transcript_storage = env.string("TRANSCRIPT_STORAGE", str(BASE_DIR / "var" / "transcripts"))
@@ -123,7 +131,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_DEFAULT_QUEUE = env.string("CELERY_QUEUE", "memory")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
+CELERY_BEAT_SCHEDULE: dict[str, dict] = {
+    # Delete expired short-term memory items (and their index entries) every minute.
+    "stm-expire-sweep": {"task": "memories.tasks.stm_expire_sweep_task", "schedule": 60.0},
+    # Re-run extraction for sessions whose cursor lags (e.g. after a worker outage).
+    "stm-extract-catch-up": {"task": "memories.tasks.stm_extract_catch_up_task", "schedule": 120.0},
+}
 
 # --- API ---------------------------------------------------------------------------------------
 REST_FRAMEWORK = {

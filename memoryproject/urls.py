@@ -12,6 +12,7 @@ urlpatterns = [
     path("readyz", views.readyz, name="readyz"),
     path("v1/", include("transcripts.urls")),
     path("v1/", include("profiles.urls")),
+    path("v1/", include("memories.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("admin/", admin.site.urls),

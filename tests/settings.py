@@ -22,3 +22,6 @@ STORAGES["staticfiles"] = {  # noqa: F405 - tests do not run collectstatic
     "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
 }
 MIDDLEWARE = [m for m in MIDDLEWARE if not m.startswith("whitenoise")]  # noqa: F405
+
+# Tasks run inline in tests; the worker test switches this off and starts a real worker.
+CELERY_TASK_ALWAYS_EAGER = os.environ.get("CELERY_TASK_ALWAYS_EAGER", "1") == "1"

@@ -7,7 +7,7 @@ from typing import Any
 
 from memoryproject.errors import NotFound
 from profiles.models import Tenant
-from transcripts.models import Segment, Session
+from transcripts.models import EventRef, Segment, Session
 from transcripts.segments import decode_segment, sha256_hex
 from transcripts.storage import segment_read
 
@@ -99,3 +99,34 @@ def transcript_verify(*, session: Session) -> VerifyReport:
         events_checked=events_checked,
         problems=problems,
     )
+
+
+def events_by_ids(
+    *, tenant: Tenant, session_ids: list[str], message_ids: list[str]
+) -> list[dict[str, Any]]:
+    """The stored events with these ids in these sessions of the tenant, in session order."""
+    refs = (
+        EventRef.objects.filter(
+            session__tenant=tenant,
+            session__external_id__in=session_ids,
+            message_id__in=message_ids,
+        )
+        .select_related("session")
+        .order_by("session_id", "seq")
+    )
+    wanted: dict[int, set[int]] = {}
+    sessions: dict[int, Session] = {}
+    for ref in refs:
+        wanted.setdefault(ref.session_id, set()).add(ref.seq)
+        sessions[ref.session_id] = ref.session
+    events: list[dict[str, Any]] = []
+    for session_pk, seqs in wanted.items():
+        segments = Segment.objects.filter(
+            session_id=session_pk, first_seq__lte=max(seqs), last_seq__gte=min(seqs)
+        ).order_by("number")
+        for segment in segments:
+            _, stored = decode_segment(segment_read(name=segment.path))
+            for event in stored:
+                if event["seq"] in seqs:
+                    events.append({"session_id": sessions[session_pk].external_id, **event})
+    return events

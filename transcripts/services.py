@@ -16,6 +16,7 @@ from profiles.models import Tenant
 from profiles.services import end_user_get_or_create
 from transcripts.models import EventRef, Segment, Session
 from transcripts.segments import encode_segment, event_digest, sha256_hex
+from transcripts.signals import events_appended
 from transcripts.storage import segment_delete, segment_write
 
 
@@ -79,6 +80,14 @@ def events_append(
             if replay is not None:
                 return AppendResult(session=session, ids=replay, created=False)
             result, stored_name = _write_segment(session=session, events=events, task_id=task_id)
+            last_seq = result.ids[-1][0]
+            # send_robust: a failing receiver (say, the broker is down) must not turn a
+            # committed append into an error; the extraction catch-up job covers it later.
+            transaction.on_commit(
+                lambda: events_appended.send_robust(
+                    sender=Session, session_pk=session.pk, last_seq=last_seq
+                )
+            )
             return result
     except BaseException:
         if stored_name:  # the metadata did not commit: remove the orphan object

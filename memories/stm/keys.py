@@ -1,12 +1,70 @@
-"""Every Redis key the service writes is named here, so a prefix change happens in one place."""
+"""Every Redis key the service writes is named here, so a prefix change happens in one place.
+
+Short-term memory keys of one end user share the Redis Cluster hash tag `{tenant:user}`, so a
+user's items, indexes and lookups live on one shard and one Lua script can update them all.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from django.conf import settings
 
 
 def _prefix() -> str:
     return settings.REDIS_KEY_PREFIX
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Whose short-term memory: a tenant's end user, by primary keys."""
+
+    tenant_id: int
+    end_user_id: int
+
+    @property
+    def tag(self) -> str:
+        return f"{self.tenant_id}:{self.end_user_id}"
+
+    @classmethod
+    def from_tag(cls, tag: str) -> Owner:
+        tenant_id, end_user_id = tag.split(":")
+        return cls(int(tenant_id), int(end_user_id))
+
+
+def stm_base(owner: Owner) -> str:
+    """Common start of one user's short-term keys; the Lua scripts derive the rest from it:
+
+    {base}:item:{id}        hash, one memory item
+    {base}:recent           zset id -> updated_at
+    {base}:session:{sid}    zset id -> updated_at
+    {base}:task:{tid}       zset id -> updated_at
+    {base}:entity:{entity}  zset id -> updated_at (entity lower-cased)
+    {base}:type:{type}      zset id -> updated_at
+    {base}:expire           zset id -> expires_at
+    {base}:fp               hash fingerprint -> id
+    {base}:ck               hash canonical fact key -> id
+    """
+    return f"{_prefix()}:stm:{{{owner.tag}}}"
+
+
+def stm_item(owner: Owner, item_id: str) -> str:
+    return f"{stm_base(owner)}:item:{item_id}"
+
+
+def stm_index(owner: Owner, name: str, value: str = "") -> str:
+    """An index of one user: `recent`, `expire`, or `session`/`task`/`entity`/`type` + value."""
+    key = f"{stm_base(owner)}:{name}"
+    return f"{key}:{value.lower() if name == 'entity' else value}" if value else key
+
+
+def stm_expiring() -> str:
+    """Users with short-term items, scored by their earliest expiry (lets the sweep find them)."""
+    return f"{_prefix()}:stm:expiring"
+
+
+def lock(name: str) -> str:
+    return f"{_prefix()}:lock:{name}"
 
 
 def throttle(*, api_key_id: int, window: int) -> str:

@@ -67,6 +67,7 @@ def test_log_lines_are_json_with_the_request_id() -> None:
     assert line["session_id"] == "s-1"
 
 
+@pytest.mark.filterwarnings("ignore::celery.exceptions.AlwaysEagerIgnored")
 def test_tasks_enqueued_during_a_request_carry_its_request_id() -> None:
     from kombu import Connection
 

@@ -1,0 +1,58 @@
+"""Tenant admins' screens for the write path: policies (versioned) and vocabularies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from memories.models import VocabularyEntry, WritePolicy
+from memories.write.services import POLICY_FIELDS, write_policy_publish
+from profiles.admin_scoping import TENANT_FILTER, ScopedModelAdmin
+
+
+@admin.register(WritePolicy)
+class WritePolicyAdmin(ScopedModelAdmin):
+    """Saving publishes a new version and keeps the previous ones, read-only."""
+
+    list_display = (
+        "tenant",
+        "version",
+        "is_current",
+        "write_threshold",
+        "created_by",
+        "created_at",
+    )
+    list_filter = ("is_current", TENANT_FILTER)
+    list_select_related = ("tenant", "created_by")
+    fields = ("tenant", *POLICY_FIELDS, "version", "is_current", "created_by", "created_at")
+    readonly_fields = ("version", "is_current", "created_by", "created_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is not None:
+            return (*self.readonly_fields, "tenant")
+        return self.readonly_fields
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_change_permission(request, obj) and (obj is None or obj.is_current)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        self.check_tenant(request, obj)
+        published = write_policy_publish(
+            tenant=obj.tenant,
+            values={name: getattr(obj, name) for name in POLICY_FIELDS},
+            created_by=request.user if request.user.is_authenticated else None,
+        )
+        obj.pk, obj.version, obj.is_current = published.pk, published.version, True
+
+
+@admin.register(VocabularyEntry)
+class VocabularyEntryAdmin(ScopedModelAdmin):
+    list_display = ("kind", "value", "tenant", "created_at")
+    list_filter = ("kind", TENANT_FILTER)
+    search_fields = ("value",)
+    list_select_related = ("tenant",)

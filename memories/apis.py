@@ -1,0 +1,223 @@
+"""Agents' API to short-term memory: propose, list, read with provenance, delete."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories.stm.items import StmItem
+from memories.stm.selectors import stm_item_for, stm_items_for
+from memories.stm.services import stm_item_delete
+from memories.write.candidates import Candidate, MemoryType
+from memories.write.services import proposals_submit
+from memoryproject.fields import JsonObjectField, StrictCharField
+from profiles.auth import request_tenant
+from profiles.models import external_id_validator
+from transcripts.selectors import events_by_ids
+
+MAX_PROPOSALS = 100
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat()
+
+
+def item_document(item: StmItem) -> dict[str, Any]:
+    """An item as the API shows it (timestamps in ISO 8601)."""
+    return {
+        "id": item.id,
+        "user_id": item.user_id,
+        "session_id": item.session_id,
+        "task_id": item.task_id,
+        "memory_type": item.memory_type,
+        "subtype": item.subtype,
+        "summary": item.summary,
+        "detail": item.detail,
+        "entities": item.entities,
+        "tags": item.tags,
+        "source": item.source,
+        "confidence": item.confidence,
+        "importance": item.importance,
+        "created_at": _iso(item.created_at),
+        "updated_at": _iso(item.updated_at),
+        "last_access_at": _iso(item.last_access_at),
+        "expires_at": _iso(item.expires_at),
+        "fingerprint": item.fingerprint,
+        "canonical_fact_key": item.canonical_fact_key,
+        "fact_value": item.fact_value,
+        "version": item.version,
+        "status": item.status,
+        "hit_count": item.hit_count,
+        "sessions": item.sessions,
+        "supersedes": item.supersedes,
+        "superseded_by": item.superseded_by,
+        "verified": item.verified,
+        "remember": item.remember,
+    }
+
+
+class SourceSerializer(serializers.Serializer):
+    kind = StrictCharField(required=False, max_length=32, default="proposal")
+    message_ids = serializers.ListField(
+        child=StrictCharField(max_length=128), required=False, max_length=200, default=list
+    )
+    tool_call_ids = serializers.ListField(
+        child=StrictCharField(max_length=128), required=False, max_length=200, default=list
+    )
+
+
+class ProposalSerializer(serializers.Serializer):
+    user_id = StrictCharField(max_length=128, validators=[external_id_validator])
+    session_id = StrictCharField(max_length=128, validators=[external_id_validator])
+    task_id = StrictCharField(required=False, allow_blank=True, max_length=128, default="")
+    memory_type = serializers.ChoiceField(choices=MemoryType.ALL)
+    subtype = StrictCharField(required=False, allow_blank=True, max_length=64, default="")
+    summary = StrictCharField(max_length=20000, trim_whitespace=False)
+    detail = JsonObjectField(required=False, default=dict)
+    entities = serializers.ListField(
+        child=StrictCharField(max_length=200), required=False, max_length=50, default=list
+    )
+    tags = serializers.ListField(
+        child=StrictCharField(max_length=64), required=False, max_length=50, default=list
+    )
+    source = SourceSerializer(required=False)  # type: ignore[assignment]  # a field, not Field.source
+    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.5)
+    importance = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.5)
+    canonical_fact_key = StrictCharField(
+        required=False, allow_blank=True, max_length=300, default=""
+    )
+    fact_value = StrictCharField(required=False, allow_blank=True, max_length=500, default="")
+    verified = serializers.BooleanField(default=False)
+    remember = serializers.BooleanField(default=False)
+    ttl_minutes = serializers.IntegerField(required=False, min_value=1, max_value=10 * 365 * 1440)
+
+    def to_candidate(self, data: dict[str, Any]) -> Candidate:
+        source = data.get("source") or {}
+        return Candidate(
+            user_id=data["user_id"],
+            session_id=data["session_id"],
+            task_id=data["task_id"],
+            memory_type=data["memory_type"],
+            subtype=data["subtype"],
+            summary=data["summary"],
+            detail=data["detail"],
+            entities=tuple(data["entities"]),
+            tags=tuple(data["tags"]),
+            source_kind="proposal",
+            message_ids=tuple(source.get("message_ids", ())),
+            tool_call_ids=tuple(source.get("tool_call_ids", ())),
+            confidence=data["confidence"],
+            importance=data["importance"],
+            canonical_fact_key=data["canonical_fact_key"],
+            fact_value=data["fact_value"],
+            verified=data["verified"],
+            remember=data["remember"],
+            ttl_minutes=data.get("ttl_minutes"),
+        )
+
+
+class ProposalSubmitApi(APIView):
+    """Submit proposed facts; the tenant's policy decides each, accepted ones land in Layer 2.
+
+    `?dry_run=1` decides exactly the same and writes nothing.
+    """
+
+    required_scopes = {"POST": "write"}
+
+    class ProposalsInputSerializer(serializers.Serializer):
+        proposals = ProposalSerializer(  # type: ignore[call-arg]  # ListSerializer takes max_length
+            many=True, allow_empty=False, max_length=MAX_PROPOSALS
+        )
+
+    @extend_schema(
+        request=ProposalsInputSerializer,
+        parameters=[OpenApiParameter("dry_run", bool, description="decide only, write nothing")],
+    )
+    def post(self, request: Request) -> Response:
+        serializer = self.ProposalsInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        dry_run = request.query_params.get("dry_run", "").lower() in {"1", "true", "yes"}
+        candidates = [
+            ProposalSerializer().to_candidate(p) for p in serializer.validated_data["proposals"]
+        ]
+        results = proposals_submit(
+            tenant=request_tenant(request), candidates=candidates, dry_run=dry_run
+        )
+        body = {
+            "dry_run": dry_run,
+            "results": [
+                {
+                    "index": index,
+                    "outcome": result.outcome,
+                    "item_id": result.item_id or None,
+                    "version": result.version or None,
+                    "superseded_id": result.superseded_id or None,
+                    "redacted": result.redacted,
+                    **result.decision.as_dict(),
+                }
+                for index, result in enumerate(results)
+            ],
+        }
+        written = any(r.item_id for r in results)
+        return Response(body, status=status.HTTP_201_CREATED if written else status.HTTP_200_OK)
+
+
+class StmListApi(APIView):
+    """A user's live short-term items, newest first, filtered and paged (`before` cursor)."""
+
+    required_scopes = {"GET": "read"}
+
+    class ListQuerySerializer(serializers.Serializer):
+        user_id = StrictCharField(max_length=128, validators=[external_id_validator])
+        session_id = StrictCharField(required=False, max_length=128, default="")
+        task_id = StrictCharField(required=False, max_length=128, default="")
+        type = serializers.ChoiceField(choices=MemoryType.ALL, required=False)
+        entity = StrictCharField(required=False, max_length=200, default="")
+        before = serializers.FloatField(required=False, min_value=0)
+        limit = serializers.IntegerField(required=False, min_value=1, max_value=200, default=50)
+
+    @extend_schema(parameters=[ListQuerySerializer])
+    def get(self, request: Request) -> Response:
+        query = self.ListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        data = query.validated_data
+        page = stm_items_for(
+            tenant=request_tenant(request),
+            user_id=data["user_id"],
+            session_id=data["session_id"],
+            task_id=data["task_id"],
+            memory_type=data.get("type", ""),
+            entity=data["entity"],
+            before=data.get("before"),
+            limit=data["limit"],
+        )
+        return Response(
+            {
+                "items": [item_document(item) for item in page.items],
+                "next_before": repr(page.next_before) if page.next_before else None,
+            }
+        )
+
+
+class MemoryItemApi(APIView):
+    """GET one short-term item with the transcript events it came from; DELETE it at once."""
+
+    required_scopes = {"GET": "read", "DELETE": "write"}
+
+    def get(self, request: Request, item_id: str) -> Response:
+        tenant = request_tenant(request)
+        item = stm_item_for(tenant=tenant, item_id=item_id)
+        provenance = events_by_ids(
+            tenant=tenant, session_ids=item.sessions, message_ids=item.message_ids
+        )
+        return Response({**item_document(item), "provenance": provenance})
+
+    def delete(self, request: Request, item_id: str) -> Response:
+        stm_item_delete(tenant=request_tenant(request), item_id=item_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,118 @@
+"""The short-term memory item: one Redis Hash per item, structured fields JSON-encoded."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memories.stm.keys import Owner
+
+
+class Status:
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    DELETED = "deleted"
+
+
+JSON_FIELDS = ("detail", "entities", "tags", "source", "sessions", "fingerprints")
+FLOAT_FIELDS = (
+    "confidence",
+    "importance",
+    "created_at",
+    "updated_at",
+    "last_access_at",
+    "expires_at",
+)
+INT_FIELDS = ("tenant_id", "end_user_id", "version", "hit_count")
+BOOL_FIELDS = ("verified", "remember")
+LIST_FIELDS = ("entities", "tags", "sessions", "fingerprints")
+
+
+@dataclass
+class StmItem:
+    """Every field of the design's memory item, plus what merging and promotion need."""
+
+    id: str
+    tenant_id: int
+    end_user_id: int
+    user_id: str
+    session_id: str
+    memory_type: str
+    summary: str
+    fingerprint: str
+    task_id: str = ""
+    subtype: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+    entities: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    # {"kind": ..., "message_ids": [...], "tool_call_ids": [...]}
+    source: dict[str, Any] = field(default_factory=dict)
+    confidence: float = 0.5
+    importance: float = 0.5
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    last_access_at: float = 0.0
+    expires_at: float = 0.0
+    canonical_fact_key: str = ""
+    fact_value: str = ""
+    version: int = 1
+    status: str = Status.ACTIVE
+    hit_count: int = 1
+    sessions: list[str] = field(default_factory=list)  # every session the fact was seen in
+    fingerprints: list[str] = field(default_factory=list)  # every fingerprint merged into it
+    supersedes: str = ""
+    superseded_by: str = ""
+    verified: bool = False
+    remember: bool = False
+
+    @property
+    def owner(self) -> Owner:
+        return Owner(self.tenant_id, self.end_user_id)
+
+    @property
+    def message_ids(self) -> list[str]:
+        return list(self.source.get("message_ids", []))
+
+    def to_redis(self) -> dict[str, str]:
+        """Flat string fields for HSET; JSON for structured values."""
+        raw: dict[str, str] = {}
+        for name, value in asdict(self).items():
+            if name in JSON_FIELDS:
+                raw[name] = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            elif name in BOOL_FIELDS:
+                raw[name] = "1" if value else "0"
+            else:
+                raw[name] = repr(value) if isinstance(value, float) else str(value)
+        return raw
+
+    @classmethod
+    def from_redis(cls, raw: dict[bytes | str, bytes | str]) -> StmItem:
+        values: dict[str, Any] = {}
+        for key, value in raw.items():
+            name = key.decode() if isinstance(key, bytes) else key
+            text = value.decode() if isinstance(value, bytes) else value
+            if name not in cls.__dataclass_fields__:
+                continue
+            if name in JSON_FIELDS:
+                decoded = json.loads(text) if text else None
+                # Lua's cjson writes an empty table as {}; list fields read it back as [].
+                if name in LIST_FIELDS and not decoded:
+                    decoded = []
+                if name == "source" and isinstance(decoded, dict):
+                    for ids in ("message_ids", "tool_call_ids"):
+                        decoded[ids] = list(decoded.get(ids) or [])
+                values[name] = decoded if decoded is not None else {}
+            elif name in FLOAT_FIELDS:
+                values[name] = float(text)
+            elif name in INT_FIELDS:
+                values[name] = int(float(text))
+            elif name in BOOL_FIELDS:
+                values[name] = text in ("1", "true")
+            else:
+                values[name] = text
+        return cls(**values)
+
+    def is_live(self, now: float) -> bool:
+        """Active and not yet expired: what reads may return."""
+        return self.status == Status.ACTIVE and self.expires_at > now

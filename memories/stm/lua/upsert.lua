@@ -1,0 +1,78 @@
+-- Insert, merge or supersede one item atomically, with every index and lookup.
+-- ARGV[1]: the new item (flat string fields, JSON inside); ARGV[2]: now (epoch seconds).
+-- Returns {outcome, id, version, superseded_id, next_expiry}.
+local new = cjson.decode(ARGV[1])
+local now = tonumber(ARGV[2])
+
+local existing, matched_by = nil, nil
+if new.canonical_fact_key ~= '' then
+  local id = redis.call('HGET', key('ck'), new.canonical_fact_key)
+  if id then existing, matched_by = load(id), 'canonical' end
+end
+if not existing then
+  local id = redis.call('HGET', key('fp'), new.fingerprint)
+  if id then existing, matched_by = load(id), 'fingerprint' end
+end
+if existing and tonumber(existing.expires_at) <= now then
+  purge(existing)  -- expired but not swept yet: it is gone for every purpose
+  existing = nil
+end
+
+if not existing then
+  save(new)
+  index(new)
+  return {'inserted', new.id, 1, '', next_expiry()}
+end
+
+if matched_by == 'canonical' and new.fact_value ~= '' and existing.fact_value ~= ''
+    and new.fact_value ~= existing.fact_value then
+  unindex(existing, true)  -- stays readable by id until it expires
+  redis.call('HSET', key('item', existing.id),
+    'status', 'superseded', 'superseded_by', new.id, 'updated_at', ARGV[2])
+  new.supersedes = existing.id
+  save(new)
+  index(new)
+  return {'superseded', new.id, 1, existing.id, next_expiry()}
+end
+
+local old_source, new_source = cjson.decode(existing.source), cjson.decode(new.source)
+local old_ids = union(old_source.message_ids or {}, old_source.tool_call_ids or {})
+local new_ids = union(new_source.message_ids or {}, new_source.tool_call_ids or {})
+if #new_ids > 0 and #union(old_ids, new_ids) == #old_ids then
+  -- the same evidence delivered again (a retried extraction): nothing new to record
+  return {'unchanged', existing.id, tonumber(existing.version), '', next_expiry()}
+end
+
+local merged = existing
+merged.version = tostring(tonumber(existing.version) + 1)
+merged.hit_count = tostring(tonumber(existing.hit_count) + 1)
+merged.updated_at = new.updated_at
+merged.summary = new.summary
+merged.detail = new.detail
+if new.subtype ~= '' then merged.subtype = new.subtype end
+if new.fact_value ~= '' then merged.fact_value = new.fact_value end
+if existing.canonical_fact_key == '' then merged.canonical_fact_key = new.canonical_fact_key end
+merged.entities = encode_list(union(list(existing.entities), list(new.entities)))
+merged.tags = encode_list(union(list(existing.tags), list(new.tags)))
+merged.sessions = encode_list(union(list(existing.sessions), list(new.sessions)))
+merged.fingerprints = encode_list(union(list(existing.fingerprints), list(new.fingerprints)))
+local kind = old_source.kind or ''
+local new_kind = new_source.kind or ''
+if new_kind ~= '' and not string.find('+' .. kind .. '+', '+' .. new_kind .. '+', 1, true) then
+  kind = (kind == '' and new_kind) or (kind .. '+' .. new_kind)
+end
+merged.source = cjson.encode({
+  kind = kind,
+  message_ids = union(old_source.message_ids or {}, new_source.message_ids or {}),
+  tool_call_ids = union(old_source.tool_call_ids or {}, new_source.tool_call_ids or {}),
+})
+-- keep the larger value's own text: tostring() would round timestamps to 14 digits
+local function larger(a, b) if tonumber(b) > tonumber(a) then return b end return a end
+merged.confidence = larger(existing.confidence, new.confidence)
+merged.importance = larger(existing.importance, new.importance)
+merged.expires_at = larger(existing.expires_at, new.expires_at)
+if new.verified == '1' then merged.verified = '1' end
+if new.remember == '1' then merged.remember = '1' end
+save(merged)
+index(merged)
+return {'merged', merged.id, tonumber(merged.version), '', next_expiry()}

@@ -1,0 +1,49 @@
+"""Writes of short-term memory that are not proposals: deleting items and sweeping expiry."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from memories.stm.locks import redis_lock
+from memories.stm.selectors import stm_item_for
+from memories.stm.store import now_seconds, stm_store
+from profiles.models import Tenant
+
+
+def stm_item_delete(*, tenant: Tenant, item_id: str) -> None:
+    """Delete one of the tenant's items with every index entry, at once."""
+    item = stm_item_for(tenant=tenant, item_id=item_id)
+    stm_store().delete(owner=item.owner, item_id=item.id)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    removed: int
+    owners: int
+    more: bool  # work was left when the time budget ran out
+    ran: bool = True  # False when another sweep held the lock
+
+
+def stm_expire_sweep(
+    *, owners_per_batch: int = 200, items_per_call: int = 1000, budget_seconds: float = 50.0
+) -> SweepResult:
+    """Delete every item due by now, in bounded calls, under a lock so only one sweep runs."""
+    with redis_lock("stm-expire-sweep", ttl_seconds=int(budget_seconds) + 60) as acquired:
+        if not acquired:
+            return SweepResult(removed=0, owners=0, more=False, ran=False)
+        store = stm_store()
+        now = now_seconds()
+        deadline = time.monotonic() + budget_seconds
+        removed = owners_seen = 0
+        while time.monotonic() < deadline:
+            owners = store.owners_due(now=now, limit=owners_per_batch)
+            if not owners:
+                return SweepResult(removed=removed, owners=owners_seen, more=False)
+            for owner in owners:
+                owners_seen += 1
+                more = True
+                while more and time.monotonic() < deadline:
+                    count, more = store.sweep_owner(owner=owner, now=now, limit=items_per_call)
+                    removed += count
+        return SweepResult(removed=removed, owners=owners_seen, more=True)

@@ -1,0 +1,82 @@
+"""Extraction from transcripts: propose candidates from new events, then submit them.
+
+Idempotent: a per-session cursor records the last extracted sequence number, and re-upserting
+the same evidence leaves items unchanged, so a retried or duplicated run writes nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.db.models import F, Q
+from django.utils import timezone
+
+from memories.models import ExtractionCursor
+from memories.stm.locks import redis_lock
+from memories.vocabulary import vocabulary_for
+from memories.write.extractors import ExtractionContext, RuleExtractor
+from memories.write.llm import llm_extractor
+from memories.write.services import proposals_submit
+from memoryproject.errors import StoreUnavailable
+from transcripts.models import Session
+from transcripts.selectors import events_after
+
+logger = logging.getLogger(__name__)
+
+PAGE_SIZE = 200
+LOCK_SECONDS = 300
+
+
+class ExtractionBusy(Exception):
+    """Another worker is extracting this session right now."""
+
+
+def session_extract(*, session_pk: int) -> str:
+    """Extract every event after the session's cursor; returns a short status."""
+    with redis_lock(f"extract:{session_pk}", ttl_seconds=LOCK_SECONDS) as acquired:
+        if not acquired:
+            raise ExtractionBusy(session_pk)
+        session = Session.objects.select_related("tenant", "end_user").filter(pk=session_pk).first()
+        if session is None:
+            return "gone"
+        cursor, _ = ExtractionCursor.objects.get_or_create(session=session)
+        start = cursor.extracted_seq
+        context = ExtractionContext(
+            user_id=session.end_user.external_id,
+            session_id=session.external_id,
+            task_id=session.task_id,
+            vocabulary=vocabulary_for(tenant=session.tenant),
+        )
+        rules = RuleExtractor()
+        llm = llm_extractor()
+        while cursor.extracted_seq < session.event_count:
+            page = events_after(session=session, after=cursor.extracted_seq, limit=PAGE_SIZE)
+            if not page.events:
+                break
+            candidates = rules.extract(events=page.events, context=context)
+            if llm is not None:
+                try:
+                    candidates += llm.extract(events=page.events, context=context)
+                except StoreUnavailable:
+                    logger.warning("LLM extractor unavailable; rules only", exc_info=True)
+            if candidates:
+                proposals_submit(tenant=session.tenant, candidates=candidates)
+            ExtractionCursor.objects.filter(
+                pk=session.pk, extracted_seq__lt=page.next_after
+            ).update(extracted_seq=page.next_after)
+            cursor.extracted_seq = page.next_after
+            session.refresh_from_db(fields=["event_count"])
+        if cursor.extracted_seq == start:
+            return "up_to_date"
+        return f"extracted {start + 1}-{cursor.extracted_seq}"
+
+
+def sessions_lagging(*, quiet_seconds: int = 30, limit: int = 500) -> list[int]:
+    """Sessions whose cursor is behind their transcript, quiet for a while (missed runs)."""
+    quiet_since = timezone.now() - timedelta(seconds=quiet_seconds)
+    lagging = Session.objects.filter(last_event_at__lte=quiet_since).filter(
+        Q(extraction_cursor__isnull=True, event_count__gt=0)
+        | Q(event_count__gt=F("extraction_cursor__extracted_seq"))
+    )
+    return list(lagging.order_by("last_event_at").values_list("pk", flat=True)[:limit])

@@ -1,0 +1,391 @@
+"""Extractors turn transcript events into candidate memory items for the write policy."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from memories.vocabulary import Vocabulary
+from memories.write.candidates import Candidate, MemoryType, SourceKind
+
+MAX_SENTENCE_CHARS = 300
+MAX_TOOL_SUMMARY_CHARS = 200
+MAX_REMEMBERED_CHARS = 300
+# A tool output this short is read whole; a longer one only around its signal lines, so
+# entities from unrelated log lines do not end up on the observation.
+WHOLE_OUTPUT_LINES = 20
+SIGNAL_CONTEXT_LINES = 2
+MAX_TOOL_ITEMS = 5
+MAX_TOOL_ENTITIES = 8
+# Below this weight (two per Latin word, one per CJK character) what is left of a
+# "remember" message once its remember phrase is removed is taken as filler, not content.
+BARE_REMEMBER_WEIGHT = 4
+MIN_ERROR_STATUS = 400
+
+# CJK punctuation and newlines always end a sentence; ASCII punctuation only before
+# whitespace, so `3.11`, `node.js` and `?q=1` stay whole.
+SENTENCE_END = re.compile(r"[。！？；\n]+|[.!?;]+(?=\s|$)")
+LATIN_WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
+CJK_CHAR = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+@dataclass(frozen=True)
+class ExtractionContext:
+    """Who and what the events belong to, and the tenant's vocabulary."""
+
+    user_id: str
+    session_id: str
+    task_id: str
+    vocabulary: Vocabulary
+
+    @property
+    def scope(self) -> str:
+        return self.task_id or self.session_id
+
+
+class Extractor(Protocol):
+    """Anything that proposes candidates from a run of transcript events."""
+
+    def extract(
+        self, *, events: Sequence[Mapping[str, Any]], context: ExtractionContext
+    ) -> list[Candidate]: ...
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """How a matched vocabulary kind becomes a candidate."""
+
+    name: str
+    memory_type: str
+    subtype: str
+    confidence: float
+    importance: float
+
+
+EXCLUSION = _Kind("exclusion", MemoryType.FACT, "exclusion", 0.9, 0.7)
+CONSTRAINT = _Kind("constraint", MemoryType.CONSTRAINT, "user_constraint", 0.9, 0.8)
+DECISION = _Kind("decision", MemoryType.DECISION, "decision", 0.85, 0.7)
+PREFERENCE = _Kind("preference", MemoryType.PREFERENCE, "user_preference", 0.85, 0.6)
+USER_KINDS = (EXCLUSION, CONSTRAINT, DECISION, PREFERENCE)  # in order of precedence
+ASSISTANT_KINDS = (EXCLUSION, DECISION)
+HEDGED_CONFIDENCE = 0.5
+ASSISTANT_CONFIDENCE = 0.6
+REMEMBERED_CONFIDENCE = 0.8
+REMEMBER_IMPORTANCE = 0.9
+EXCLUDED_VALUE = "excluded"
+
+
+@dataclass
+class _Turn:
+    """A user or assistant message already read, for a later bare "remember this"."""
+
+    event: Mapping[str, Any]
+    text: str
+    candidate_indexes: list[int]
+
+
+class RuleExtractor:
+    """Proposes candidates from transcript events with the tenant's word lists and patterns."""
+
+    def extract(
+        self, *, events: Sequence[Mapping[str, Any]], context: ExtractionContext
+    ) -> list[Candidate]:
+        """Candidates for `events`, in transcript order."""
+        candidates: list[Candidate] = []
+        turns: list[_Turn] = []
+        for event in _in_order(events):
+            role = event.get("role")
+            if role == "user":
+                self._user(event, context, candidates, turns)
+            elif role == "assistant":
+                found = self._sentences(event, context, ASSISTANT_KINDS, SourceKind.ASSISTANT)
+                turns.append(_Turn(event, _text(event.get("content")), _append(candidates, found)))
+            elif role == "tool":
+                observation = self._tool(event, context)
+                if observation is not None:
+                    candidates.append(observation)
+        return candidates
+
+    def _user(
+        self,
+        event: Mapping[str, Any],
+        context: ExtractionContext,
+        candidates: list[Candidate],
+        turns: list[_Turn],
+    ) -> None:
+        vocabulary = context.vocabulary
+        text = _text(event.get("content"))
+        if not text.strip() or vocabulary.matches("chitchat", text.strip()):
+            return
+        found = self._sentences(event, context, USER_KINDS, SourceKind.USER)
+        if not vocabulary.matches("remember", text):
+            turns.append(_Turn(event, text, _append(candidates, found)))
+            return
+        if found:
+            found = [_remembered(candidate) for candidate in found]
+            turns.append(_Turn(event, text, _append(candidates, found)))
+            return
+        if not _is_bare_remember(text, vocabulary):
+            candidates.append(_remembered_fact(event, text, event, context))
+            turns.append(_Turn(event, text, [len(candidates) - 1]))
+            return
+        # A bare "remember this" points back: to the nearest message that gave candidates,
+        # or to the nearest user message if that comes first.
+        for turn in reversed(turns):
+            if turn.candidate_indexes:
+                for index in turn.candidate_indexes:
+                    candidates[index] = _remembered(candidates[index], event)
+                return
+            if turn.event.get("role") == "user":
+                candidates.append(_remembered_fact(turn.event, turn.text, event, context))
+                turns.append(_Turn(event, text, [len(candidates) - 1]))
+                return
+
+    def _sentences(
+        self,
+        event: Mapping[str, Any],
+        context: ExtractionContext,
+        kinds: tuple[_Kind, ...],
+        source_kind: str,
+    ) -> list[Candidate]:
+        """One candidate at most per sentence of a conversational message."""
+        vocabulary = context.vocabulary
+        found = []
+        for sentence in split_sentences(_text(event.get("content"))):
+            if vocabulary.matches("chitchat", sentence):
+                continue
+            judged = _without_remember(sentence, vocabulary)
+            hedged = vocabulary.matches("hedge", judged)
+            for kind in kinds:
+                if not vocabulary.matches(kind.name, judged):
+                    continue
+                # A hedged exclusion is a guess about the cause, and the agent's hedged
+                # claims are guesses too: neither is proposed.
+                if hedged and (kind is EXCLUSION or source_kind == SourceKind.ASSISTANT):
+                    continue
+                found.append(_sentence_candidate(sentence, kind, hedged, event, context))
+                break
+        return found
+
+    def _tool(self, event: Mapping[str, Any], context: ExtractionContext) -> Candidate | None:
+        """One short observation from the signals of a tool result, never its raw output."""
+        vocabulary = context.vocabulary
+        output = _text(event.get("content"))
+        errors = vocabulary.findall("error_name", output)[:MAX_TOOL_ITEMS]
+        status_codes = [
+            code
+            for code in vocabulary.findall("status_code", output)
+            if code.isdigit() and int(code) >= MIN_ERROR_STATUS
+        ][:MAX_TOOL_ITEMS]
+        timeout = vocabulary.matches("timeout", output)
+        if not (errors or status_codes or timeout):
+            return None
+        entities = vocabulary.find_entities(_signal_region(output, vocabulary))
+        entities = entities[:MAX_TOOL_ENTITIES]
+        tool_call_id = str(event.get("tool_call_id") or "")
+        key = f"{context.scope}:observation:{tool_call_id}" if tool_call_id else ""
+        signals = [*errors, *(f"HTTP {code}" for code in status_codes)]
+        if timeout:
+            signals.append("timeout")
+        known_errors = {error.lower() for error in errors}
+        named = [entity for entity in entities if entity.lower() not in known_errors]
+        summary = f"tool {tool_call_id}: " if tool_call_id else "tool: "
+        summary += ", ".join(signals) + (" — " + ", ".join(named) if named else "")
+        tags = [MemoryType.OBSERVATION]
+        if errors or status_codes:
+            tags.append("error")
+        if timeout:
+            tags.append("timeout")
+        return Candidate(
+            user_id=context.user_id,
+            session_id=context.session_id,
+            task_id=context.task_id,
+            memory_type=MemoryType.OBSERVATION,
+            subtype="tool_result",
+            summary=_clip(summary, MAX_TOOL_SUMMARY_CHARS),
+            detail={
+                "errors": errors,
+                "status_codes": status_codes,
+                "timeout": timeout,
+                "entities": entities,
+            },
+            entities=tuple(entities),
+            tags=tuple(tags),
+            source_kind=SourceKind.TOOL,
+            message_ids=_ids(event.get("id")),
+            tool_call_ids=_ids(tool_call_id),
+            confidence=0.9,
+            importance=0.6,
+            canonical_fact_key=key,
+            verified=True,
+        )
+
+
+def split_sentences(text: str) -> list[str]:
+    """Non-empty sentences of `text`, each at most MAX_SENTENCE_CHARS long."""
+    sentences = (part.strip() for part in SENTENCE_END.split(text))
+    # A longer "sentence" is pasted material (a log, a file), not something the user said.
+    return [s for s in sentences if s and len(s) <= MAX_SENTENCE_CHARS]
+
+
+def _sentence_candidate(
+    sentence: str,
+    kind: _Kind,
+    hedged: bool,
+    event: Mapping[str, Any],
+    context: ExtractionContext,
+) -> Candidate:
+    entities = context.vocabulary.find_entities(sentence)
+    by_user = event.get("role") == "user"
+    if not by_user:
+        confidence = ASSISTANT_CONFIDENCE
+    elif hedged:
+        confidence = HEDGED_CONFIDENCE
+    else:
+        confidence = kind.confidence
+    canonical_key = ""
+    fact_value = ""
+    if kind is EXCLUSION:
+        fact_value = EXCLUDED_VALUE
+        if entities:
+            canonical_key = f"{context.scope}:excluded:{entities[0]}".lower()
+    detail: dict[str, Any] = {"text": sentence, "kind": kind.name}
+    if hedged:
+        detail["hedged"] = True
+    return Candidate(
+        user_id=context.user_id,
+        session_id=context.session_id,
+        task_id=context.task_id,
+        memory_type=kind.memory_type,
+        subtype=kind.subtype,
+        summary=sentence,
+        detail=detail,
+        entities=tuple(entities),
+        tags=_tags(kind.memory_type, kind.name),
+        source_kind=SourceKind.USER if by_user else SourceKind.ASSISTANT,
+        message_ids=_ids(event.get("id")),
+        confidence=confidence,
+        importance=kind.importance,
+        canonical_fact_key=canonical_key,
+        fact_value=fact_value,
+        verified=by_user and not hedged,
+    )
+
+
+def _remembered_fact(
+    source: Mapping[str, Any],
+    text: str,
+    request: Mapping[str, Any],
+    context: ExtractionContext,
+) -> Candidate:
+    """The text of a user message the user asked to remember, as a fact."""
+    summary = _clip(" ".join(text.split()), MAX_REMEMBERED_CHARS)
+    # Asking to remember a guess does not make it settled.
+    hedged = context.vocabulary.matches("hedge", text)
+    return Candidate(
+        user_id=context.user_id,
+        session_id=context.session_id,
+        task_id=context.task_id,
+        memory_type=MemoryType.FACT,
+        subtype="remembered",
+        summary=summary,
+        detail={"text": summary, "kind": "remember"},
+        entities=tuple(context.vocabulary.find_entities(text)),
+        tags=_tags(MemoryType.FACT, "remember"),
+        source_kind=SourceKind.USER,
+        message_ids=_unique_ids(source.get("id"), request.get("id")),
+        confidence=HEDGED_CONFIDENCE if hedged else REMEMBERED_CONFIDENCE,
+        importance=REMEMBER_IMPORTANCE,
+        verified=not hedged,
+        remember=True,
+    )
+
+
+def _remembered(candidate: Candidate, request: Mapping[str, Any] | None = None) -> Candidate:
+    """`candidate` flagged as asked to remember, by the message `request` if another one."""
+    message_ids = candidate.message_ids
+    if request is not None:
+        message_ids = _unique_ids(*message_ids, request.get("id"))
+    return replace(
+        candidate,
+        remember=True,
+        importance=max(candidate.importance, REMEMBER_IMPORTANCE),
+        message_ids=message_ids,
+    )
+
+
+def _is_bare_remember(text: str, vocabulary: Vocabulary) -> bool:
+    """Whether a message says little more than "remember this"."""
+    rest = _without_remember(text, vocabulary)
+    if vocabulary.find_entities(rest):
+        return False
+    weight = 2 * len(LATIN_WORD.findall(rest)) + len(CJK_CHAR.findall(rest))
+    return weight <= BARE_REMEMBER_WEIGHT
+
+
+def _without_remember(text: str, vocabulary: Vocabulary) -> str:
+    # "Don't forget this" must not read as a constraint because of its "don't".
+    for pattern in vocabulary.patterns.get("remember", ()):
+        text = pattern.sub(" ", text)
+    return text
+
+
+def _signal_region(output: str, vocabulary: Vocabulary) -> str:
+    """The lines of a tool output around its signals, or all of a short output."""
+    lines = output.splitlines()
+    if len(lines) <= WHOLE_OUTPUT_LINES:
+        return output
+    keep: set[int] = set()
+    for number, line in enumerate(lines):
+        if any(vocabulary.matches(kind, line) for kind in ("error_name", "status_code", "timeout")):
+            first = max(0, number - SIGNAL_CONTEXT_LINES)
+            keep.update(range(first, number + SIGNAL_CONTEXT_LINES + 1))
+    return "\n".join(lines[number] for number in sorted(keep) if number < len(lines))
+
+
+def _in_order(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Events by `seq` when every event has one, else as given."""
+    if all(isinstance(event.get("seq"), int) for event in events):
+        return sorted(events, key=lambda event: event["seq"])
+    return list(events)
+
+
+def _append(candidates: list[Candidate], found: list[Candidate]) -> list[int]:
+    start = len(candidates)
+    candidates.extend(found)
+    return list(range(start, len(candidates)))
+
+
+def _text(content: Any) -> str:
+    """Message content as text: strings as they are, content parts joined, the rest as JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            part if isinstance(part, str) else str(part.get("text", ""))
+            for part in content
+            if isinstance(part, str | Mapping)
+        ]
+        return "\n".join(part for part in parts if part)
+    return json.dumps(content, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _tags(memory_type: str, kind: str) -> tuple[str, ...]:
+    return (memory_type,) if kind == memory_type else (memory_type, kind)
+
+
+def _ids(value: Any) -> tuple[str, ...]:
+    return (str(value),) if value else ()
+
+
+def _unique_ids(*values: Any) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(str(value) for value in values if value))
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -1,0 +1,224 @@
+"""The policy engine decides: build each candidate's write profile, score it, pick its TTL.
+
+write_score = 3·verified + 3·user_constraint + 2·decision + 2·stable_for_task + 2·novelty_high
+              + 1·confidence_high − 3·duplicate − 2·transient − 2·raw_blob
+Written when the score reaches the threshold (3) and no hard rule refuses it. Weights and
+thresholds are the tenant's current `WritePolicy`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memories.models import DEFAULT_TTL_MINUTES, DEFAULT_WEIGHTS, WritePolicy
+from memories.vocabulary import Vocabulary
+from memories.write.candidates import Candidate, MemoryType, SourceKind
+from profiles.models import Tenant
+
+REASONING_SUBTYPES = frozenset(
+    {"reasoning", "thought", "thinking", "chain_of_thought", "plan_draft"}
+)
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    """A tenant's write policy as plain values (the defaults when it has none)."""
+
+    version: int = 0
+    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    write_threshold: float = 3
+    novelty_high_threshold: float = 0.5
+    confidence_high_threshold: float = 0.8
+    transient_ttl_minutes: int = 10
+    raw_blob_chars: int = 400
+    max_summary_chars: int = 2000
+    ttl_minutes_by_type: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_TTL_MINUTES))
+    min_ttl_minutes: int = 5
+    max_ttl_minutes: int = 30 * 24 * 60
+
+    @classmethod
+    def from_model(cls, policy: WritePolicy) -> PolicySettings:
+        return cls(
+            version=policy.version,
+            weights={**DEFAULT_WEIGHTS, **policy.weights},
+            write_threshold=policy.write_threshold,
+            novelty_high_threshold=policy.novelty_high_threshold,
+            confidence_high_threshold=policy.confidence_high_threshold,
+            transient_ttl_minutes=policy.transient_ttl_minutes,
+            raw_blob_chars=policy.raw_blob_chars,
+            max_summary_chars=policy.max_summary_chars,
+            ttl_minutes_by_type={**DEFAULT_TTL_MINUTES, **policy.ttl_minutes_by_type},
+            min_ttl_minutes=policy.min_ttl_minutes,
+            max_ttl_minutes=policy.max_ttl_minutes,
+        )
+
+
+def policy_for(*, tenant: Tenant) -> PolicySettings:
+    """The tenant's current write policy."""
+    current = WritePolicy.objects.filter(tenant=tenant, is_current=True).first()
+    return PolicySettings.from_model(current) if current else PolicySettings()
+
+
+@dataclass(frozen=True)
+class ExistingState:
+    """What Layer 2 already holds that bears on a candidate."""
+
+    same_fact: bool = False  # same fingerprint, or same canonical key with the same value
+    updates_fact: bool = False  # same canonical key with another value (it will supersede)
+    nearby_summaries: Sequence[str] = ()  # recent items of the same task or session
+
+
+@dataclass(frozen=True)
+class WriteProfile:
+    """The design's write_profile of one candidate."""
+
+    is_verified: bool
+    is_stable_for_current_task: bool
+    is_user_constraint: bool
+    is_decision: bool
+    is_preference: bool
+    novelty: float
+    confidence: float
+    estimated_ttl_minutes: int
+    duplicate: bool
+    transient: bool
+    raw_unstructured_blob: bool
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The policy's verdict on one candidate, with the reasons to show a caller."""
+
+    accepted: bool
+    score: float
+    breakdown: dict[str, float]
+    profile: WriteProfile
+    ttl_minutes: int
+    refusal: str = ""  # machine-readable reason when refused
+    policy_version: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "accepted": self.accepted,
+            "score": self.score,
+            "threshold_breakdown": self.breakdown,
+            "write_profile": asdict(self.profile),
+            "ttl_minutes": self.ttl_minutes,
+            "refusal": self.refusal,
+            "policy_version": self.policy_version,
+        }
+
+
+_TOKEN = re.compile(r"[a-z0-9_]+|[\u3400-\u9fff]")
+
+
+def tokens(text: str) -> set[str]:
+    """Words of Latin text and single characters of Chinese text, lower-cased."""
+    return set(_TOKEN.findall(text.lower()))
+
+
+def novelty_of(summary: str, nearby: Sequence[str]) -> float:
+    """1 − the highest Jaccard overlap with what is already held nearby."""
+    mine = tokens(summary)
+    if not mine:
+        return 0.0
+    overlap = max(
+        (len(mine & theirs) / len(mine | theirs) for theirs in map(tokens, nearby) if theirs),
+        default=0.0,
+    )
+    return round(1.0 - overlap, 3)
+
+
+def write_profile(
+    candidate: Candidate, *, existing: ExistingState, settings: PolicySettings
+) -> WriteProfile:
+    kind = candidate.memory_type
+    estimated_ttl = candidate.ttl_minutes or settings.ttl_minutes_by_type.get(kind, 60)
+    transient = estimated_ttl < settings.transient_ttl_minutes
+    if existing.same_fact:
+        novelty = 0.0
+    elif existing.updates_fact:
+        novelty = 1.0
+    else:
+        novelty = novelty_of(candidate.summary, existing.nearby_summaries)
+    summary = candidate.summary
+    return WriteProfile(
+        is_verified=candidate.verified,
+        is_stable_for_current_task=bool(candidate.task_id)
+        and kind != MemoryType.HYPOTHESIS
+        and not transient
+        and candidate.confidence >= 0.6,
+        is_user_constraint=kind == MemoryType.CONSTRAINT
+        and candidate.source_kind not in (SourceKind.ASSISTANT, SourceKind.TOOL),
+        is_decision=kind == MemoryType.DECISION,
+        is_preference=kind == MemoryType.PREFERENCE,
+        novelty=novelty,
+        confidence=candidate.confidence,
+        estimated_ttl_minutes=estimated_ttl,
+        duplicate=existing.same_fact,
+        transient=transient,
+        raw_unstructured_blob=len(summary) > settings.raw_blob_chars or summary.count("\n") >= 4,
+    )
+
+
+def score(profile: WriteProfile, settings: PolicySettings) -> tuple[float, dict[str, float]]:
+    """The write score and each term's contribution."""
+    terms = {
+        "verified": profile.is_verified,
+        "user_constraint": profile.is_user_constraint,
+        "decision": profile.is_decision,
+        "stable_for_task": profile.is_stable_for_current_task,
+        "novelty_high": profile.novelty >= settings.novelty_high_threshold,
+        "confidence_high": profile.confidence >= settings.confidence_high_threshold,
+        "duplicate": profile.duplicate,
+        "transient": profile.transient,
+        "raw_blob": profile.raw_unstructured_blob,
+    }
+    breakdown = {name: float(settings.weights[name]) if on else 0.0 for name, on in terms.items()}
+    return sum(breakdown.values()), breakdown
+
+
+def hard_refusal(candidate: Candidate, *, settings: PolicySettings, vocabulary: Vocabulary) -> str:
+    """What the design never stores, whatever the score: '' when none applies."""
+    summary = candidate.summary.strip()
+    if not summary:
+        return "empty"
+    if len(summary) > settings.max_summary_chars:
+        return "raw_log"
+    if candidate.subtype in REASONING_SUBTYPES:
+        return "model_reasoning"
+    if vocabulary.matches("chitchat", summary):
+        return "chit_chat"
+    if not candidate.session_id and not candidate.task_id:
+        return "unrelated_to_session_or_task"
+    return ""
+
+
+def decide(
+    candidate: Candidate,
+    *,
+    existing: ExistingState,
+    settings: PolicySettings,
+    vocabulary: Vocabulary,
+) -> Decision:
+    """Judge one (already redacted) candidate."""
+    profile = write_profile(candidate, existing=existing, settings=settings)
+    total, breakdown = score(profile, settings)
+    ttl = min(
+        max(profile.estimated_ttl_minutes, settings.min_ttl_minutes), settings.max_ttl_minutes
+    )
+    refusal = hard_refusal(candidate, settings=settings, vocabulary=vocabulary)
+    if not refusal and total < settings.write_threshold:
+        refusal = "score_below_threshold"
+    return Decision(
+        accepted=not refusal,
+        score=total,
+        breakdown=breakdown,
+        profile=profile,
+        ttl_minutes=ttl,
+        refusal=refusal,
+        policy_version=settings.version,
+    )

@@ -1,0 +1,234 @@
+"""The write path: redact, judge each candidate with the tenant's policy, upsert what passes."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from memories.models import WritePolicy
+from memories.stm.items import StmItem
+from memories.stm.keys import Owner
+from memories.stm.store import RedisShortTermStore, now_seconds, stm_store
+from memories.vocabulary import vocabulary_for
+from memories.write.candidates import Candidate
+from memories.write.policy import Decision, ExistingState, decide, policy_for
+from memories.write.redaction import redact_candidate
+from profiles.models import EndUser, Tenant
+from profiles.services import end_user_get_or_create
+
+NEARBY_ITEMS = 20
+
+
+class Outcome:
+    INSERTED = "inserted"
+    MERGED = "merged"
+    SUPERSEDED = "superseded"
+    UNCHANGED = "unchanged"
+    REFUSED = "refused"
+    WOULD_WRITE = "would_write"  # dry run
+
+
+@dataclass(frozen=True)
+class ProposalResult:
+    """What happened to one proposal: the decision, and the item it landed in."""
+
+    decision: Decision
+    outcome: str
+    item_id: str = ""
+    version: int = 0
+    superseded_id: str = ""
+    redacted: list[str] = field(default_factory=list)
+
+
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def normalise_fact(text: str) -> str:
+    return _NON_WORD.sub("", text.lower())
+
+
+def fingerprint_of(candidate: Candidate) -> str:
+    """Near-duplicate key: hash of user + task + subtype + the normalised fact."""
+    fact = normalise_fact(candidate.fact_value or candidate.summary)
+    raw = "|".join((candidate.user_id, candidate.task_id, candidate.subtype, fact))
+    return hashlib.sha256(raw.encode()).hexdigest()[:24]
+
+
+def new_item_id(owner: Owner) -> str:
+    """Item ids carry their end user's key, so a read finds the user (and tenant) first."""
+    return f"stm_{owner.end_user_id}_{uuid.uuid4().hex[:16]}"
+
+
+def proposals_submit(
+    *, tenant: Tenant, candidates: Sequence[Candidate], dry_run: bool = False
+) -> list[ProposalResult]:
+    """Judge each candidate and land the accepted ones in short-term memory.
+
+    All accepted items of one call are upserted in one Redis transaction. A dry run decides
+    exactly the same way and writes nothing, not even unknown end users.
+    """
+    settings = policy_for(tenant=tenant)
+    vocabulary = vocabulary_for(tenant=tenant)
+    store = stm_store()
+    now = now_seconds()
+    owners = _owners(tenant=tenant, user_ids={c.user_id for c in candidates}, create=not dry_run)
+
+    decided: list[tuple[Decision, StmItem | None, list[str]]] = []
+    seen_in_batch: set[tuple[str, str]] = set()
+    for raw in candidates:
+        candidate, redacted = redact_candidate(raw)
+        owner = owners.get(candidate.user_id)
+        fingerprint = fingerprint_of(candidate)
+        existing = _existing_state(store=store, owner=owner, candidate=candidate, fp=fingerprint)
+        if (candidate.user_id, fingerprint) in seen_in_batch:
+            existing = ExistingState(same_fact=True)
+        decision = decide(candidate, existing=existing, settings=settings, vocabulary=vocabulary)
+        item = None
+        if decision.accepted and owner is not None:
+            seen_in_batch.add((candidate.user_id, fingerprint))
+            item = _item_for(candidate, owner=owner, fp=fingerprint, decision=decision, now=now)
+        decided.append((decision, item, sorted(redacted)))
+
+    to_write = [item for _, item, _ in decided if item is not None]
+    # Distinct timestamps keep index scores (and so paging cursors) unique within a batch.
+    for offset, item in enumerate(to_write):
+        item.created_at = item.updated_at = item.last_access_at = now + offset * 1e-4
+    written = iter([] if dry_run else store.upsert(items=to_write, now=now))
+    results = []
+    for decision, item, removed in decided:
+        if not decision.accepted:
+            results.append(ProposalResult(decision, Outcome.REFUSED, redacted=removed))
+        elif dry_run or item is None:
+            results.append(ProposalResult(decision, Outcome.WOULD_WRITE, redacted=removed))
+        else:
+            upserted = next(written)
+            results.append(
+                ProposalResult(
+                    decision,
+                    upserted.outcome,
+                    item_id=upserted.item_id,
+                    version=upserted.version,
+                    superseded_id=upserted.superseded_id,
+                    redacted=removed,
+                )
+            )
+    return results
+
+
+def _owners(*, tenant: Tenant, user_ids: set[str], create: bool) -> dict[str, Owner]:
+    if create:
+        users = [end_user_get_or_create(tenant=tenant, external_id=u) for u in sorted(user_ids)]
+    else:
+        users = list(EndUser.objects.filter(tenant=tenant, external_id__in=user_ids))
+    return {u.external_id: Owner(tenant.pk, u.pk) for u in users}
+
+
+def _existing_state(
+    *, store: RedisShortTermStore, owner: Owner | None, candidate: Candidate, fp: str
+) -> ExistingState:
+    if owner is None:
+        return ExistingState()
+    now = now_seconds()
+    found = store.lookup(
+        owner=owner, fingerprint=fp, canonical_fact_key=candidate.canonical_fact_key
+    )
+    matches = {
+        how: item
+        for how, item_id in found.items()
+        if (item := store.get(owner=owner, item_id=item_id)) is not None and item.is_live(now)
+    }
+    by_key = matches.get("canonical")
+    updates = bool(
+        by_key
+        and candidate.fact_value
+        and by_key.fact_value
+        and by_key.fact_value != candidate.fact_value
+    )
+    same = not updates and bool(matches)
+    index, value = (
+        ("task", candidate.task_id) if candidate.task_id else ("session", candidate.session_id)
+    )
+    nearby_ids = [
+        i for i, _ in store.ids_by_index(owner=owner, index=index, value=value, limit=NEARBY_ITEMS)
+    ]
+    nearby = [i.summary for i in store.get_many(owner=owner, item_ids=nearby_ids) if i.is_live(now)]
+    return ExistingState(same_fact=same, updates_fact=updates, nearby_summaries=nearby)
+
+
+def _item_for(
+    candidate: Candidate, *, owner: Owner, fp: str, decision: Decision, now: float
+) -> StmItem:
+    return StmItem(
+        id=new_item_id(owner),
+        tenant_id=owner.tenant_id,
+        end_user_id=owner.end_user_id,
+        user_id=candidate.user_id,
+        session_id=candidate.session_id,
+        task_id=candidate.task_id,
+        memory_type=candidate.memory_type,
+        subtype=candidate.subtype,
+        summary=candidate.summary.strip(),
+        detail=dict(candidate.detail),
+        entities=list(candidate.entities),
+        tags=list(candidate.tags),
+        source={
+            "kind": candidate.source_kind,
+            "message_ids": list(candidate.message_ids),
+            "tool_call_ids": list(candidate.tool_call_ids),
+        },
+        confidence=candidate.confidence,
+        importance=max(candidate.importance, 0.9) if candidate.remember else candidate.importance,
+        created_at=now,
+        updated_at=now,
+        last_access_at=now,
+        expires_at=now + decision.ttl_minutes * 60,
+        fingerprint=fp,
+        fingerprints=[fp],
+        canonical_fact_key=candidate.canonical_fact_key,
+        fact_value=candidate.fact_value,
+        sessions=[candidate.session_id] if candidate.session_id else [],
+        verified=candidate.verified,
+        remember=candidate.remember,
+    )
+
+
+POLICY_FIELDS = (
+    "weights",
+    "write_threshold",
+    "novelty_high_threshold",
+    "confidence_high_threshold",
+    "transient_ttl_minutes",
+    "raw_blob_chars",
+    "max_summary_chars",
+    "ttl_minutes_by_type",
+    "min_ttl_minutes",
+    "max_ttl_minutes",
+)
+
+
+@transaction.atomic
+def write_policy_publish(
+    *, tenant: Tenant, values: dict[str, Any], created_by: User | None = None
+) -> WritePolicy:
+    """Make `values` the tenant's current write policy as a new version; older ones stay."""
+    Tenant.objects.select_for_update().filter(pk=tenant.pk).get()
+    current = WritePolicy.objects.filter(tenant=tenant, is_current=True).first()
+    policy = WritePolicy(
+        tenant=tenant,
+        version=(current.version + 1) if current else 1,
+        created_by=created_by,
+        **{name: values[name] for name in POLICY_FIELDS if name in values},
+    )
+    policy.full_clean(validate_constraints=False)
+    if current is not None:
+        current.is_current = False
+        current.save(update_fields=["is_current"])
+    policy.save()
+    return policy

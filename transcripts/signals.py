@@ -1,0 +1,6 @@
+"""Signals other layers listen to, so Layer 0 depends on none of them."""
+
+from django.dispatch import Signal
+
+# Sent after an append has committed; receivers get `session_pk` and `last_seq`.
+events_appended = Signal()
