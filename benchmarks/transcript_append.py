@@ -14,43 +14,18 @@ import argparse
 import http.client
 import itertools
 import json
-import os
 import statistics
-import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parents[1]
-LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
-
-
-def locomo_turns() -> list[dict[str, str]]:
-    """Every dialogue turn of the LoCoMo development split, as transcript events."""
-    conversations = json.loads(LOCOMO.read_text())
-    turns = []
-    for conversation in conversations:
-        sessions = conversation["conversation"]
-        for name, value in sessions.items():
-            if name.startswith("session_") and isinstance(value, list):
-                for turn in value:
-                    role = "user" if turn["speaker"] == sessions["speaker_a"] else "assistant"
-                    turns.append({"role": role, "content": f"{turn['speaker']}: {turn['text']}"})
-    return turns
+from _setup import django_setup, locomo_turns
 
 
 def benchmark_keys(count: int) -> list[str]:
     """A fresh tenant with one API key per client, made through the service's own code."""
-    sys.path.insert(0, str(ROOT))
-    secret_file = ROOT / "var" / "secret_key"
-    if "SECRET_KEY" not in os.environ and secret_file.exists():
-        os.environ["SECRET_KEY"] = secret_file.read_text().strip()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings")
-    import django
-
-    django.setup()
+    django_setup()
     from profiles.services import api_key_create, tenant_create
 
     tenant = tenant_create(slug=f"bench-{uuid.uuid4().hex[:8]}", name="Benchmark")

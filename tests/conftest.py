@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from django.conf import settings
 from rest_framework.test import APIClient
 
@@ -51,6 +52,11 @@ def real_stores() -> Iterator[None]:
     if stale:
         redis_connection().delete(*stale)
     shutil.rmtree(Path(settings.STORAGES["transcripts"]["OPTIONS"]["location"]).parent, True)
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    leftovers = list(broker.scan_iter(match=f"*{queue}*", count=1000))
+    if leftovers:
+        broker.delete(*leftovers)
 
 
 @pytest.fixture

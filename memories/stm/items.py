@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+import orjson
+
 from memories.stm.keys import Owner
+
+
+def _encode_json(value: Any) -> str:
+    return orjson.dumps(value).decode()
 
 
 class Status:
@@ -77,13 +82,17 @@ class StmItem:
     def to_redis(self) -> dict[str, str]:
         """Flat string fields for HSET; JSON for structured values."""
         raw: dict[str, str] = {}
-        for name, value in asdict(self).items():
-            if name in JSON_FIELDS:
-                raw[name] = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-            elif name in BOOL_FIELDS:
+        # Field kinds are looked up once per class, not per call: this runs for every upsert.
+        for name, kind in FIELD_KINDS:
+            value = getattr(self, name)
+            if kind == "json":
+                raw[name] = _encode_json(value)
+            elif kind == "bool":
                 raw[name] = "1" if value else "0"
+            elif kind == "float":
+                raw[name] = repr(float(value))
             else:
-                raw[name] = repr(value) if isinstance(value, float) else str(value)
+                raw[name] = str(value)
         return raw
 
     @classmethod
@@ -95,7 +104,7 @@ class StmItem:
             if name not in cls.__dataclass_fields__:
                 continue
             if name in JSON_FIELDS:
-                decoded = json.loads(text) if text else None
+                decoded = orjson.loads(text) if text else None
                 # Lua's cjson writes an empty table as {}; list fields read it back as [].
                 if name in LIST_FIELDS and not decoded:
                     decoded = []
@@ -116,3 +125,14 @@ class StmItem:
     def is_live(self, now: float) -> bool:
         """Active and not yet expired: what reads may return."""
         return self.status == Status.ACTIVE and self.expires_at > now
+
+
+def _kind(name: str) -> str:
+    if name in JSON_FIELDS:
+        return "json"
+    if name in BOOL_FIELDS:
+        return "bool"
+    return "float" if name in FLOAT_FIELDS else "text"
+
+
+FIELD_KINDS = tuple((f.name, _kind(f.name)) for f in fields(StmItem))

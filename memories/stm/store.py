@@ -6,7 +6,6 @@ scripts over one user's keys, so an item and all its index entries change togeth
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -14,10 +13,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from redis.exceptions import RedisError
+import orjson
+from redis.exceptions import NoScriptError, RedisError
 
 from memories.stm import keys
-from memories.stm.items import StmItem
+from memories.stm.items import Status, StmItem
 from memories.stm.keys import Owner
 from memories.stm.redis_client import redis_connection
 from memoryproject.errors import StoreUnavailable
@@ -66,17 +66,11 @@ class RedisShortTermStore:
         if not items:
             return []
         try:
-            pipe = self._client.pipeline(transaction=True)
-            for item in items:
-                self._scripts["upsert"](
-                    keys=[keys.stm_base(item.owner)],
-                    args=[json.dumps(item.to_redis(), ensure_ascii=False), repr(now)],
-                    client=pipe,
-                )
-            replies = pipe.execute()
-            self._register_expiry(
-                (item.owner, reply[4]) for item, reply in zip(items, replies, strict=True)
-            )
+            try:
+                replies = self._upsert_transaction(items, now)
+            except NoScriptError:  # Redis restarted and lost its script cache
+                self.load_scripts()
+                replies = self._upsert_transaction(items, now)
         except RedisError as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
         return [
@@ -88,6 +82,22 @@ class RedisShortTermStore:
             )
             for reply in replies
         ]
+
+    def _upsert_transaction(self, items: Sequence[StmItem], now: float) -> list[Any]:
+        # One round trip: plain EVALSHA (a Script object would first ask SCRIPT EXISTS) and
+        # the expiry registry in the same transaction.
+        pipe = self._client.pipeline(transaction=True)
+        sha = self._scripts["upsert"].sha
+        earliest: dict[Owner, float] = {}
+        for item in items:
+            payload = orjson.dumps(item.to_redis())
+            pipe.evalsha(sha, 1, keys.stm_base(item.owner), repr(now), payload)
+            earliest[item.owner] = min(item.expires_at, earliest.get(item.owner, item.expires_at))
+        for owner, expires_at in earliest.items():
+            # Merges only extend an expiry, so the item's own is an upper bound of the
+            # user's earliest; LT keeps the smaller one already registered.
+            pipe.zadd(keys.stm_expiring(), {owner.tag: expires_at}, lt=True)
+        return pipe.execute()[: len(items)]
 
     def delete(self, *, owner: Owner, item_id: str) -> bool:
         """Delete an item with every index entry; False when it did not exist."""
@@ -128,9 +138,13 @@ class RedisShortTermStore:
         It lives outside the users' hash tags, so it is a hint kept up to date after each
         script: upserts only lower a score (LT); a sweep sets it or removes the user.
         """
-        pipe = self._client.pipeline(transaction=False)
+        earliest: dict[Owner, str] = {}
         for owner, next_expiry in entries:
             score = _text(next_expiry)
+            if owner not in earliest or (score and float(score) < float(earliest[owner] or "inf")):
+                earliest[owner] = score
+        pipe = self._client.pipeline(transaction=False)
+        for owner, score in earliest.items():
             if score:
                 if replace:
                     pipe.zadd(keys.stm_expiring(), {owner.tag: float(score)})
@@ -196,6 +210,63 @@ class RedisShortTermStore:
         except RedisError as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
         return [(_text(member), float(score)) for member, score in rows]
+
+    # --- consistency -----------------------------------------------------------------------
+    def index_problems(self, owner: Owner) -> list[str]:
+        """Every way one user's indexes and lookups disagree with the items; [] when sound."""
+        client = self._client
+        base = keys.stm_base(owner)
+        all_keys = {_text(k) for k in client.scan_iter(match=f"{base}:*", count=1000)}
+        items: dict[str, StmItem] = {}
+        for key in all_keys:
+            if key.startswith(f"{base}:item:"):
+                items[key.rsplit(":", 1)[1]] = StmItem.from_redis(client.hgetall(key))
+
+        expected: dict[str, set[str]] = {}
+
+        def expect(key: str, item_id: str) -> None:
+            expected.setdefault(key, set()).add(item_id)
+
+        for item in items.values():
+            expect(keys.stm_index(owner, "expire"), item.id)
+            if item.status != Status.ACTIVE:
+                continue
+            expect(keys.stm_index(owner, "recent"), item.id)
+            expect(keys.stm_index(owner, "type", item.memory_type), item.id)
+            if item.task_id:
+                expect(keys.stm_index(owner, "task", item.task_id), item.id)
+            for session in item.sessions:
+                expect(keys.stm_index(owner, "session", session), item.id)
+            for entity in item.entities:
+                expect(keys.stm_index(owner, "entity", entity), item.id)
+
+        problems = []
+        index_keys = {k for k in all_keys if ":item:" not in k and not k.endswith((":fp", ":ck"))}
+        for key in sorted(index_keys | set(expected)):
+            members = {_text(m) for m in client.zrange(key, 0, -1)}
+            if members != expected.get(key, set()):
+                problems.append(
+                    f"{key}: has {sorted(members)}, expected {sorted(expected.get(key, set()))}"
+                )
+        for item in items.values():
+            score = client.zscore(keys.stm_index(owner, "expire"), item.id)
+            if score is None or abs(score - item.expires_at) > 1e-3:
+                problems.append(f"{item.id}: expire score {score} != expires_at {item.expires_at}")
+
+        active = {i.id: i for i in items.values() if i.status == Status.ACTIVE}
+        for fingerprint, item_id in client.hgetall(f"{base}:fp").items():
+            target = active.get(_text(item_id))
+            if target is None or _text(fingerprint) not in target.fingerprints:
+                problems.append(f"fingerprint {_text(fingerprint)} -> {_text(item_id)} is dangling")
+        ck_map = {_text(k): _text(v) for k, v in client.hgetall(f"{base}:ck").items()}
+        for key, item_id in ck_map.items():
+            target = active.get(item_id)
+            if target is None or target.canonical_fact_key != key:
+                problems.append(f"canonical key {key} -> {item_id} is dangling")
+        for item in active.values():
+            if item.canonical_fact_key and ck_map.get(item.canonical_fact_key) != item.id:
+                problems.append(f"{item.id}: canonical key {item.canonical_fact_key} not looked up")
+        return problems
 
 
 def _text(value: Any) -> str:

@@ -67,9 +67,13 @@ def session_extract(*, session_pk: int) -> str:
             ).update(extracted_seq=page.next_after)
             cursor.extracted_seq = page.next_after
             session.refresh_from_db(fields=["event_count"])
-        if cursor.extracted_seq == start:
-            return "up_to_date"
-        return f"extracted {start + 1}-{cursor.extracted_seq}"
+        status = (
+            "up_to_date"
+            if cursor.extracted_seq == start
+            else f"extracted {start + 1}-{cursor.extracted_seq}"
+        )
+        logger.info("session %s: %s", session.external_id, status, extra={"session_pk": session.pk})
+        return status
 
 
 def sessions_lagging(*, quiet_seconds: int = 30, limit: int = 500) -> list[int]:

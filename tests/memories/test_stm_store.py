@@ -13,7 +13,6 @@ from memories.stm.items import Status, StmItem
 from memories.stm.keys import Owner
 from memories.stm.redis_client import redis_connection
 from memories.stm.store import stm_store
-from tests.memories.stm_invariants import index_problems
 
 _owner_ids = itertools.count(1)
 
@@ -79,7 +78,7 @@ def test_every_field_round_trips() -> None:
 
     assert result.outcome == "inserted"
     assert stored == item
-    assert index_problems(owner) == []
+    assert stm_store().index_problems(owner) == []
 
 
 def test_same_fact_merges_new_evidence_and_refreshes_ttl() -> None:
@@ -119,7 +118,7 @@ def test_same_fact_merges_new_evidence_and_refreshes_ttl() -> None:
     assert merged.expires_at == later.expires_at
     assert merged.updated_at == later.updated_at
     assert store.get(owner=owner, item_id=later.id) is None
-    assert index_problems(owner) == []
+    assert stm_store().index_problems(owner) == []
 
 
 def test_same_evidence_again_changes_nothing() -> None:
@@ -156,7 +155,7 @@ def test_contradicting_value_supersedes_and_points_back() -> None:
     assert (after.status, after.supersedes) == (Status.ACTIVE, old.id)
     recent = [i for i, _ in store.ids_by_index(owner=owner)]
     assert recent == [new.id]
-    assert index_problems(owner) == []
+    assert stm_store().index_problems(owner) == []
 
 
 def test_hundred_concurrent_upserts_of_one_fact_leave_one_item_at_version_100() -> None:
@@ -178,7 +177,7 @@ def test_hundred_concurrent_upserts_of_one_fact_leave_one_item_at_version_100() 
     assert item is not None and item.status == Status.ACTIVE
     assert item.version == 100 and item.hit_count == 100
     assert len(item.source["message_ids"]) == 100
-    assert index_problems(owner) == []
+    assert stm_store().index_problems(owner) == []
 
 
 def test_expiry_removes_items_and_every_index_entry() -> None:
@@ -195,7 +194,7 @@ def test_expiry_removes_items_and_every_index_entry() -> None:
     assert store.get(owner=owner, item_id=short.id) is None
     assert [i for i, _ in store.ids_by_index(owner=owner, index="task", value="bug_456")] == []
     assert redis_connection().hget(f"{keys.stm_base(owner)}:ck", "k") is None
-    assert index_problems(owner) == []
+    assert stm_store().index_problems(owner) == []
     # the registry still knows when this user's next item falls due
     assert redis_connection().zscore(keys.stm_expiring(), owner.tag) == long.expires_at
 
@@ -250,4 +249,13 @@ def test_indexes_always_agree_with_items(operations) -> None:
             store.sweep_owner(owner=owner, now=clock + operation[1], limit=1000)
         elif created:
             store.delete(owner=owner, item_id=created[operation[1] % len(created)])
-        assert index_problems(owner) == [], operations[: step + 1]
+        assert stm_store().index_problems(owner) == [], operations[: step + 1]
+
+
+def test_upserts_survive_redis_forgetting_its_scripts() -> None:
+    owner = new_owner()
+    redis_connection().script_flush()  # what a Redis restart does to the script cache
+
+    (result,) = stm_store().upsert(items=[make_item(owner)], now=time.time())
+
+    assert result.outcome == "inserted"

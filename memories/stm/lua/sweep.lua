@@ -3,7 +3,7 @@
 local due = redis.call('ZRANGEBYSCORE', key('expire'), '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 local removed = 0
 for _, id in ipairs(due) do
-  local item = load(id)
+  local item = load_for_purge(id)
   if item then
     purge(item)
     removed = removed + 1

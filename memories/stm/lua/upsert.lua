@@ -1,8 +1,10 @@
 -- Insert, merge or supersede one item atomically, with every index and lookup.
--- ARGV[1]: the new item (flat string fields, JSON inside); ARGV[2]: now (epoch seconds).
--- Returns {outcome, id, version, superseded_id, next_expiry}.
-local new = cjson.decode(ARGV[1])
-local now = tonumber(ARGV[2])
+-- ARGV[1]: now (epoch seconds); ARGV[2]: the new item as one JSON object of string fields
+-- (structured fields JSON-encoded inside): one argument is far cheaper for clients to send
+-- than 60-odd. Returns {outcome, id, version, superseded_id, expires_at}:
+-- the caller registers that expiry with LT, which keeps the user's earliest one.
+local now = tonumber(ARGV[1])
+local new = cjson.decode(ARGV[2])
 
 local existing, matched_by = nil, nil
 if new.canonical_fact_key ~= '' then
@@ -21,18 +23,18 @@ end
 if not existing then
   save(new)
   index(new)
-  return {'inserted', new.id, 1, '', next_expiry()}
+  return {'inserted', new.id, 1, '', new.expires_at}
 end
 
 if matched_by == 'canonical' and new.fact_value ~= '' and existing.fact_value ~= ''
     and new.fact_value ~= existing.fact_value then
   unindex(existing, true)  -- stays readable by id until it expires
   redis.call('HSET', key('item', existing.id),
-    'status', 'superseded', 'superseded_by', new.id, 'updated_at', ARGV[2])
+    'status', 'superseded', 'superseded_by', new.id, 'updated_at', ARGV[1])
   new.supersedes = existing.id
   save(new)
   index(new)
-  return {'superseded', new.id, 1, existing.id, next_expiry()}
+  return {'superseded', new.id, 1, existing.id, new.expires_at}
 end
 
 local old_source, new_source = cjson.decode(existing.source), cjson.decode(new.source)
@@ -40,7 +42,7 @@ local old_ids = union(old_source.message_ids or {}, old_source.tool_call_ids or 
 local new_ids = union(new_source.message_ids or {}, new_source.tool_call_ids or {})
 if #new_ids > 0 and #union(old_ids, new_ids) == #old_ids then
   -- the same evidence delivered again (a retried extraction): nothing new to record
-  return {'unchanged', existing.id, tonumber(existing.version), '', next_expiry()}
+  return {'unchanged', existing.id, tonumber(existing.version), '', existing.expires_at}
 end
 
 local merged = existing
@@ -75,4 +77,4 @@ if new.verified == '1' then merged.verified = '1' end
 if new.remember == '1' then merged.remember = '1' end
 save(merged)
 index(merged)
-return {'merged', merged.id, tonumber(merged.version), '', next_expiry()}
+return {'merged', merged.id, tonumber(merged.version), '', merged.expires_at}

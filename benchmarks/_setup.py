@@ -1,0 +1,40 @@
+"""Shared start-up of the benchmark scripts: Django settings and LoCoMo turns."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
+
+
+def django_setup(**environ: str) -> None:
+    """Configure Django from the project settings; `environ` overrides variables first."""
+    sys.path.insert(0, str(ROOT))
+    secret_file = ROOT / "var" / "secret_key"
+    if "SECRET_KEY" not in os.environ:
+        os.environ["SECRET_KEY"] = (
+            secret_file.read_text().strip() if secret_file.exists() else "benchmark-only"
+        )
+    os.environ.update(environ)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings")
+    import django
+
+    django.setup()
+
+
+def locomo_turns() -> list[dict[str, str]]:
+    """Every dialogue turn of the LoCoMo development split, as transcript events."""
+    conversations = json.loads(LOCOMO.read_text())
+    turns = []
+    for conversation in conversations:
+        sessions = conversation["conversation"]
+        for name, value in sessions.items():
+            if name.startswith("session_") and isinstance(value, list):
+                for turn in value:
+                    role = "user" if turn["speaker"] == sessions["speaker_a"] else "assistant"
+                    turns.append({"role": role, "content": f"{turn['speaker']}: {turn['text']}"})
+    return turns

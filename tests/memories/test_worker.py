@@ -1,0 +1,105 @@
+"""A real Celery worker against the real broker: an append is extracted in the background."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from memories.stm.selectors import stm_items_for
+from memoryproject.celery import app
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def worker(tmp_path):
+    settings_dict = connection.settings_dict
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "CELERY_TASK_ALWAYS_EAGER": "0",
+        # the worker must use the database pytest created, not the configured one
+        "DATABASE_URL": (
+            f"postgres://{settings_dict['USER']}@{settings_dict['HOST'] or '127.0.0.1'}:"
+            f"{settings_dict['PORT'] or 5432}/{settings_dict['NAME']}"
+        ),
+    }
+    log_path = tmp_path / "worker.log"
+    log = log_path.open("w")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "memoryproject",
+            "worker",
+            "--pool",
+            "solo",
+            "--loglevel",
+            "INFO",
+            "--without-heartbeat",
+            "--without-mingle",
+            "--without-gossip",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    process.log_path = log_path  # type: ignore[attr-defined]
+    yield process
+    process.terminate()
+    process.wait(timeout=30)
+    log.close()
+
+
+@pytest.fixture
+def publish_to_broker():
+    app.conf.task_always_eager = False
+    yield
+    app.conf.task_always_eager = True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_extracts_after_an_append(
+    tenant, owner: APIClient, worker, publish_to_broker
+):
+    response = owner.post(
+        reverse("transcripts:events", kwargs={"session_id": "s-worker"}),
+        {
+            "user_id": "u_42",
+            "task_id": "bug_456",
+            "events": [{"id": "m-1", "role": "user", "content": "必须先在 staging 验证再发布。"}],
+        },
+        format="json",
+        headers={"X-Request-ID": "req-worker-1"},
+    )
+    assert response.status_code == 201
+
+    deadline = time.monotonic() + 60
+    found = []
+    while time.monotonic() < deadline and not found:
+        found = stm_items_for(tenant=tenant, user_id="u_42").items
+        time.sleep(0.2)
+    assert worker.poll() is None, "the worker exited"
+    assert [(i.memory_type, i.message_ids) for i in found] == [("constraint", ["m-1"])]
+    # the task's own log lines carry the request id of the append that enqueued it
+    log_lines = [
+        json.loads(line)
+        for line in worker.log_path.read_text().splitlines()
+        if line.startswith("{")
+    ]
+    assert any(
+        line["request_id"] == "req-worker-1" and line["logger"] == "memories.write.extraction"
+        for line in log_lines
+    )
