@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -138,6 +139,7 @@ class ProposalSubmitApi(APIView):
     @extend_schema(
         request=ProposalsInputSerializer,
         parameters=[OpenApiParameter("dry_run", bool, description="decide only, write nothing")],
+        responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT},
     )
     def post(self, request: Request) -> Response:
         serializer = self.ProposalsInputSerializer(data=request.data)
@@ -182,7 +184,7 @@ class StmListApi(APIView):
         before = serializers.FloatField(required=False, min_value=0)
         limit = serializers.IntegerField(required=False, min_value=1, max_value=200, default=50)
 
-    @extend_schema(parameters=[ListQuerySerializer])
+    @extend_schema(parameters=[ListQuerySerializer], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
         query = self.ListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -210,6 +212,7 @@ class MemoryItemApi(APIView):
 
     required_scopes = {"GET": "read", "DELETE": "write"}
 
+    @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, item_id: str) -> Response:
         tenant = request_tenant(request)
         item = stm_item_for(tenant=tenant, item_id=item_id)
@@ -218,6 +221,7 @@ class MemoryItemApi(APIView):
         )
         return Response({**item_document(item), "provenance": provenance})
 
+    @extend_schema(responses={204: None})
     def delete(self, request: Request, item_id: str) -> Response:
         stm_item_delete(tenant=request_tenant(request), item_id=item_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
