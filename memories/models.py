@@ -145,3 +145,106 @@ class ExtractionCursor(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session} extracted to {self.extracted_seq}"
+
+
+class LtmCard(models.Model):
+    """The authoritative ledger of a long-term memory card; ES and Milvus index it by memory_id.
+
+    Recall reads only the indexes; this row is what they are rebuilt, audited and erased from.
+    """
+
+    class Type(models.TextChoices):
+        SEMANTIC_FACT = "semantic_fact", "Semantic fact"
+        EPISODIC_CASE = "episodic_case", "Episodic case"
+        PROCEDURE = "procedure", "Procedure"
+        PREFERENCE = "preference", "Preference"
+        KNOWLEDGE = "knowledge", "Knowledge"
+
+    class SourceType(models.TextChoices):
+        PROMOTED_FROM_STM = "promoted_from_stm", "Promoted from short-term memory"
+        REFLECTION = "reflection", "Reflection"
+        IMPORT = "import", "Import"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        ARCHIVED = "archived", "Archived"
+        DELETED = "deleted", "Deleted"
+
+    memory_id = models.CharField(max_length=64, unique=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="ltm_cards")
+    # The importer's own id, so a repeated import updates instead of duplicating.
+    external_id = models.CharField(max_length=128, blank=True)
+    end_user = models.ForeignKey(
+        "profiles.EndUser",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="ltm_cards",
+        help_text="Empty for project-wide knowledge.",
+    )
+    project = models.ForeignKey(
+        "profiles.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    memory_type = models.CharField(max_length=32, choices=Type.choices)
+    title = models.CharField(max_length=300, blank=True)
+    summary = models.TextField(blank=True)
+    content = models.TextField(blank=True)
+    entities = models.JSONField(default=list, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    source_type = models.CharField(max_length=32, choices=SourceType.choices)
+    # {"stm_item_ids": [...], "message_ids": [...]} — where the card came from.
+    source_refs = models.JSONField(default=dict, blank=True)
+    importance = models.FloatField(default=0.5)
+    confidence = models.FloatField(default=0.8)
+    access_count = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["tenant", "-updated_at"]
+        verbose_name = "long-term memory card"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "external_id"],
+                condition=~Q(external_id=""),
+                name="ltmcard_unique_external_id",
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    importance__gte=0, importance__lte=1, confidence__gte=0, confidence__lte=1
+                ),
+                name="ltmcard_scores_in_range",
+            ),
+        ]
+        indexes = [models.Index(fields=["tenant", "status"], name="ltmcard_tenant_status")]
+
+    def __str__(self) -> str:
+        return f"{self.memory_id} v{self.version}: {self.title or self.summary[:40]}"
+
+    @property
+    def text(self) -> str:
+        """Everything searchable about the card, for bm25_text and the embedding."""
+        return "\n".join(part for part in (self.title, self.summary, self.content) if part)
+
+
+class LtmOutbox(models.Model):
+    """A card version still to be written to (or removed from) both indexes.
+
+    Recorded in the same transaction as the card change; a task drains it, retrying until both
+    Elasticsearch and Milvus agree.
+    """
+
+    card = models.ForeignKey(LtmCard, on_delete=models.CASCADE, related_name="outbox")
+    version = models.PositiveIntegerField()
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        verbose_name_plural = "long-term memory outbox"
+
+    def __str__(self) -> str:
+        return f"{self.card.memory_id} v{self.version}"

@@ -48,3 +48,20 @@ def stm_expire_sweep_task() -> str:
     if not result.ran:
         return "busy"
     return f"removed {result.removed} from {result.owners} users"
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(StoreUnavailable,),
+    retry_backoff=True,
+    max_retries=8,
+    soft_time_limit=300,
+)
+def ltm_outbox_drain_task() -> str:
+    """Write pending long-term card versions to Elasticsearch and Milvus."""
+    from memories.ltm.services import outbox_drain
+
+    result = outbox_drain()
+    if result.more:
+        ltm_outbox_drain_task.delay()
+    return f"indexed {result.indexed}"

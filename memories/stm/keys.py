@@ -63,6 +63,11 @@ def stm_expiring() -> str:
     return f"{_prefix()}:stm:expiring"
 
 
+def query_embedding(*, model: str, digest: str) -> str:
+    """Cached embedding of one search query (float32 bytes)."""
+    return f"{_prefix()}:emb:{model}:{digest}"
+
+
 def lock(name: str) -> str:
     return f"{_prefix()}:lock:{name}"
 

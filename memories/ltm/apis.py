@@ -1,0 +1,198 @@
+"""Agents' API to Layer 3 alone: import cards, read one, search (inspection)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories.ltm.selectors import MODES, card_for, ltm_search
+from memories.ltm.services import CardInput, card_delete, cards_import
+from memories.models import LtmCard
+from memoryproject.fields import StrictCharField
+from profiles.auth import request_tenant
+from profiles.models import external_id_validator, slug_validator
+
+MAX_IMPORT = 500
+
+
+def card_view(card: LtmCard) -> dict[str, Any]:
+    return {
+        "memory_id": card.memory_id,
+        "external_id": card.external_id or None,
+        "user_id": card.end_user.external_id if card.end_user else None,
+        "project": card.project.key if card.project else None,
+        "memory_type": card.memory_type,
+        "title": card.title,
+        "summary": card.summary,
+        "content": card.content,
+        "entities": card.entities,
+        "tags": card.tags,
+        "source_type": card.source_type,
+        "source_refs": card.source_refs,
+        "importance": card.importance,
+        "confidence": card.confidence,
+        "access_count": card.access_count,
+        "status": card.status,
+        "version": card.version,
+        "created_at": card.created_at,
+        "updated_at": card.updated_at,
+    }
+
+
+class CardInputSerializer(serializers.Serializer):
+    id = StrictCharField(required=False, max_length=128, default="")
+    user_id = StrictCharField(
+        required=False, max_length=128, default="", validators=[external_id_validator]
+    )
+    project = StrictCharField(
+        required=False, max_length=64, default="", validators=[slug_validator]
+    )
+    memory_type = serializers.ChoiceField(choices=LtmCard.Type.choices)
+    title = StrictCharField(required=False, allow_blank=True, max_length=300, default="")
+    summary = StrictCharField(max_length=4000)
+    content = StrictCharField(required=False, allow_blank=True, max_length=20000, default="")
+    entities = serializers.ListField(
+        child=StrictCharField(max_length=200), required=False, max_length=50, default=list
+    )
+    tags = serializers.ListField(
+        child=StrictCharField(max_length=64), required=False, max_length=50, default=list
+    )
+    source_refs = serializers.DictField(
+        child=serializers.ListField(child=StrictCharField(max_length=128), max_length=200),
+        required=False,
+        default=dict,
+    )
+    importance = serializers.FloatField(min_value=0, max_value=1, default=0.5)
+    confidence = serializers.FloatField(min_value=0, max_value=1, default=0.8)
+
+
+class CardImportApi(APIView):
+    """Bulk import of knowledge cards (all or nothing); a known `id` updates its card."""
+
+    required_scopes = {"POST": "admin"}
+
+    class ImportInputSerializer(serializers.Serializer):
+        cards = CardInputSerializer(  # type: ignore[call-arg]  # ListSerializer takes max_length
+            many=True, allow_empty=False, max_length=MAX_IMPORT
+        )
+
+        def validate_cards(self, cards: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            ids = [c["id"] for c in cards if c["id"]]
+            if len(ids) != len(set(ids)):
+                raise serializers.ValidationError("Card ids repeat within the import.")
+            return cards
+
+    @extend_schema(request=ImportInputSerializer, responses=OpenApiTypes.OBJECT)
+    def post(self, request: Request) -> Response:
+        serializer = self.ImportInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        cards = [
+            CardInput(
+                external_id=c["id"],
+                user_id=c["user_id"],
+                project=c["project"],
+                memory_type=c["memory_type"],
+                title=c["title"],
+                summary=c["summary"],
+                content=c["content"],
+                entities=c["entities"],
+                tags=c["tags"],
+                source_refs=c["source_refs"],
+                importance=c["importance"],
+                confidence=c["confidence"],
+            )
+            for c in serializer.validated_data["cards"]
+        ]
+        results = cards_import(tenant=request_tenant(request), cards=cards)
+        body = {
+            "cards": [
+                {"memory_id": card.memory_id, "version": card.version, "outcome": outcome}
+                for card, outcome in results
+            ]
+        }
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class CardDetailApi(APIView):
+    """GET one card of the ledger; DELETE removes it from both indexes (admin)."""
+
+    required_scopes = {"GET": "read", "DELETE": "admin"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, memory_id: str) -> Response:
+        return Response(card_view(card_for(tenant=request_tenant(request), memory_id=memory_id)))
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, memory_id: str) -> Response:
+        card_delete(tenant=request_tenant(request), memory_id=memory_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class LtmSearchApi(APIView):
+    """Search Layer 3 alone (lexical, vector or hybrid), with each hit's branch ranks."""
+
+    required_scopes = {"POST": "read"}
+
+    class SearchInputSerializer(serializers.Serializer):
+        query = StrictCharField(max_length=2000)
+        mode = serializers.ChoiceField(choices=MODES, default="hybrid")
+        k = serializers.IntegerField(min_value=1, max_value=100, default=10)
+        user_id = StrictCharField(
+            required=False, max_length=128, validators=[external_id_validator]
+        )
+        project = StrictCharField(required=False, max_length=64, validators=[slug_validator])
+        memory_types = serializers.ListField(
+            child=serializers.ChoiceField(choices=LtmCard.Type.choices),
+            required=False,
+            default=list,
+        )
+        statuses = serializers.ListField(
+            child=serializers.ChoiceField(choices=["active", "archived"]),
+            required=False,
+            default=["active"],
+            allow_empty=False,
+        )
+
+    @extend_schema(request=SearchInputSerializer, responses=OpenApiTypes.OBJECT)
+    def post(self, request: Request) -> Response:
+        serializer = self.SearchInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        result = ltm_search(
+            tenant=request_tenant(request),
+            query=data["query"],
+            mode=data["mode"],
+            k=data["k"],
+            user_id=data.get("user_id"),
+            project=data.get("project"),
+            memory_types=data["memory_types"],
+            statuses=data["statuses"],
+        )
+        return Response(
+            {
+                "mode": result.mode,
+                "degraded": result.degraded,
+                "failed_branches": list(result.failed_branches),
+                "hits": [
+                    {
+                        "memory_id": h.memory_id,
+                        "score": h.score,
+                        "lexical_rank": h.lexical_rank,
+                        "lexical_score": h.lexical_score,
+                        "vector_rank": h.vector_rank,
+                        "vector_score": h.vector_score,
+                        "title": h.card.get("title", ""),
+                        "summary": h.card.get("summary", ""),
+                        "memory_type": h.card.get("memory_type", ""),
+                        "user_id": h.card.get("user_id") or None,
+                    }
+                    for h in result.hits
+                ],
+            }
+        )

@@ -1,0 +1,160 @@
+"""Reads of long-term memory: cards by id, and lexical / vector / hybrid search."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from memories.ltm.embedder import query_vector
+from memories.ltm.scope import Hit, Scope
+from memories.ltm.search import card_search_index
+from memories.ltm.text import bm25_text
+from memories.ltm.vectors import vector_index
+from memories.models import LtmCard
+from memoryproject.errors import Invalid, NotFound, StoreUnavailable
+from profiles.models import Tenant
+
+logger = logging.getLogger(__name__)
+
+RRF_K = 60
+MODES = ("lexical", "vector", "hybrid")
+_branches = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ltm-search")
+
+
+def card_for(*, tenant: Tenant, memory_id: str) -> LtmCard:
+    """The tenant's card (any status but deleted); NotFound otherwise."""
+    card = (
+        LtmCard.objects.select_related("end_user", "project")
+        .filter(tenant=tenant, memory_id=memory_id)
+        .exclude(status=LtmCard.Status.DELETED)
+        .first()
+    )
+    if card is None:
+        raise NotFound(f"No card {memory_id!r}.")
+    return card
+
+
+@dataclass
+class LtmHit:
+    """A fused result with each branch's rank and score, so callers can explain it."""
+
+    memory_id: str
+    score: float
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+    vector_rank: int | None = None
+    vector_score: float | None = None
+    card: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LtmSearchResult:
+    hits: list[LtmHit]
+    mode: str
+    degraded: bool = False  # a branch failed or was too slow; the other one answered
+    failed_branches: tuple[str, ...] = ()
+
+
+def ltm_search(
+    *,
+    tenant: Tenant,
+    query: str,
+    mode: str = "hybrid",
+    k: int = 10,
+    user_id: str | None = None,
+    project: str | None = None,
+    memory_types: Sequence[str] = (),
+    statuses: Sequence[str] = ("active",),
+    top_n: int = 50,
+) -> LtmSearchResult:
+    """Search the tenant's cards; hybrid fuses both branches by Reciprocal Rank Fusion.
+
+    With `user_id`, that user's cards and the shared ones (no user) are searched. If one
+    branch fails or exceeds LTM_BRANCH_TIMEOUT_SECONDS the other answers and the result is
+    `degraded`; if every branch asked fails, StoreUnavailable.
+    """
+    if mode not in MODES:
+        raise Invalid(f"mode must be one of {', '.join(MODES)}.", fields={"mode": [mode]})
+    scope = Scope(
+        tenant_id=str(tenant.pk),
+        user_ids=(user_id,) if user_id else None,
+        project_id=project,
+        memory_types=tuple(memory_types),
+        statuses=tuple(statuses),
+    )
+    depth = max(top_n, k)
+    branches: dict[str, Callable[[], list[Hit]]] = {}
+    if mode in ("lexical", "hybrid"):
+        text = bm25_text(query)
+        branches["lexical"] = lambda: card_search_index().search(
+            text=text, scope=scope, limit=depth
+        )
+    if mode in ("vector", "hybrid"):
+        branches["vector"] = lambda: vector_index().nearest(
+            vector=query_vector(query).tolist(), scope=scope, limit=depth
+        )
+    answers, failed = _run_branches(branches)
+    if not answers:
+        raise StoreUnavailable(f"Long-term search failed in every branch: {', '.join(failed)}.")
+
+    fused: dict[str, LtmHit] = {}
+    for name, branch_hits in answers.items():
+        for rank, hit in enumerate(branch_hits, start=1):
+            entry = fused.setdefault(hit.memory_id, LtmHit(memory_id=hit.memory_id, score=0.0))
+            entry.score += 1.0 / (RRF_K + rank) if mode == "hybrid" else hit.score
+            setattr(entry, f"{name}_rank", rank)
+            setattr(entry, f"{name}_score", hit.score)
+    ranked = sorted(fused.values(), key=lambda h: h.score, reverse=True)
+    documents, degraded_docs = _documents(tenant, [h.memory_id for h in ranked[: k * 2]])
+    hits: list[LtmHit] = []
+    for fused_hit in ranked:
+        if fused_hit.memory_id not in documents:
+            continue  # not in both indexes yet (or gone): not searchable
+        fused_hit.card = documents[fused_hit.memory_id]
+        hits.append(fused_hit)
+        if len(hits) == k:
+            break
+    failed_all = (*failed, *degraded_docs)
+    return LtmSearchResult(
+        hits=hits, mode=mode, degraded=bool(failed_all), failed_branches=failed_all
+    )
+
+
+def _run_branches(
+    branches: dict[str, Callable[[], list[Hit]]],
+) -> tuple[dict[str, list[Hit]], tuple[str, ...]]:
+    futures = {name: _branches.submit(run) for name, run in branches.items()}
+    answers: dict[str, list[Hit]] = {}
+    failed: list[str] = []
+    for name, future in futures.items():
+        try:
+            answers[name] = future.result(timeout=settings.LTM_BRANCH_TIMEOUT_SECONDS)
+        except (StoreUnavailable, FutureTimeout) as exc:
+            logger.warning("long-term %s search failed: %s", name, exc)
+            failed.append(name)
+    return answers, tuple(failed)
+
+
+def _documents(tenant: Tenant, ids: list[str]) -> tuple[dict[str, dict[str, Any]], tuple[str, ...]]:
+    """The cards' stored text from Elasticsearch; from the ledger if Elasticsearch is down."""
+    try:
+        return card_search_index().get_many(ids=ids), ()
+    except StoreUnavailable:
+        cards = LtmCard.objects.filter(tenant=tenant, memory_id__in=ids).exclude(status="deleted")
+        return {
+            c.memory_id: {
+                "memory_id": c.memory_id,
+                "title": c.title,
+                "summary": c.summary,
+                "content": c.content,
+                "memory_type": c.memory_type,
+                "status": c.status,
+            }
+            for c in cards
+        }, ("documents",)

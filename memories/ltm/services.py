@@ -1,0 +1,314 @@
+"""Writes of long-term memory: the card ledger in PostgreSQL and its two indexes.
+
+A card change and its outbox row commit together; `outbox_drain` then writes the card's
+current version to Milvus and Elasticsearch (in that order, so whatever Elasticsearch can
+find, Milvus holds too) and deletes the row. Replays are harmless: both writes are keyed by
+memory_id and Elasticsearch refuses versions older than the one it has.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+
+from memories.ltm.embedder import embedder
+from memories.ltm.scope import CardDocument
+from memories.ltm.search import card_search_index
+from memories.ltm.text import bm25_text
+from memories.ltm.vectors import vector_index
+from memories.models import LtmCard, LtmOutbox
+from memoryproject.errors import Invalid, NotFound, StoreUnavailable
+from profiles.models import Project, Tenant
+from profiles.services import end_user_get_or_create
+
+logger = logging.getLogger(__name__)
+
+CARD_FIELDS = (
+    "memory_type",
+    "title",
+    "summary",
+    "content",
+    "entities",
+    "tags",
+    "source_type",
+    "source_refs",
+    "importance",
+    "confidence",
+)
+
+
+@dataclass(frozen=True)
+class CardInput:
+    """One card as an importer (or a promotion) gives it."""
+
+    memory_type: str
+    summary: str
+    title: str = ""
+    content: str = ""
+    external_id: str = ""
+    user_id: str = ""
+    project: str = ""
+    entities: Sequence[str] = ()
+    tags: Sequence[str] = ()
+    source_type: str = LtmCard.SourceType.IMPORT
+    source_refs: dict[str, list[str]] = field(default_factory=dict)
+    importance: float = 0.5
+    confidence: float = 0.8
+
+
+def new_memory_id() -> str:
+    return f"ltm_{uuid.uuid4().hex[:20]}"
+
+
+@transaction.atomic
+def cards_import(*, tenant: Tenant, cards: Sequence[CardInput]) -> list[tuple[LtmCard, str]]:
+    """Create or update cards as one unit; returns each card with created/updated/unchanged.
+
+    A card with the `external_id` of an existing one updates it (a new version).
+    """
+    project_keys = {c.project for c in cards if c.project}
+    projects = {p.key: p for p in Project.objects.filter(tenant=tenant, key__in=project_keys)}
+    missing = sorted(project_keys - projects.keys())
+    if missing:
+        raise Invalid(
+            "Unknown project(s).", fields={"project": [f"No project {k!r}." for k in missing]}
+        )
+    users = {
+        u: end_user_get_or_create(tenant=tenant, external_id=u)
+        for u in sorted({c.user_id for c in cards if c.user_id})
+    }
+    existing = {
+        card.external_id: card
+        for card in LtmCard.objects.select_for_update().filter(
+            tenant=tenant, external_id__in=[c.external_id for c in cards if c.external_id]
+        )
+    }
+    results: list[tuple[LtmCard, str]] = []
+    for given in cards:
+        values: dict[str, Any] = {name: getattr(given, name) for name in CARD_FIELDS}
+        values["entities"], values["tags"] = list(given.entities), list(given.tags)
+        values["end_user"] = users.get(given.user_id)
+        values["project"] = projects.get(given.project)
+        card = existing.get(given.external_id) if given.external_id else None
+        if card is None:
+            card = LtmCard(
+                tenant=tenant, memory_id=new_memory_id(), external_id=given.external_id, **values
+            )
+            outcome = "created"
+        elif all(getattr(card, k) == v for k, v in values.items()) and card.status == "active":
+            results.append((card, "unchanged"))
+            continue
+        else:
+            for name, value in values.items():
+                setattr(card, name, value)
+            card.status = LtmCard.Status.ACTIVE
+            card.version += 1
+            outcome = "updated"
+        card.full_clean(validate_unique=False, validate_constraints=False)
+        card.save()
+        LtmOutbox.objects.create(card=card, version=card.version)
+        results.append((card, outcome))
+    transaction.on_commit(_enqueue_drain)
+    return results
+
+
+@transaction.atomic
+def card_delete(*, tenant: Tenant, memory_id: str) -> LtmCard:
+    """Mark a card deleted (the ledger keeps the tombstone) and remove it from both indexes."""
+    card = LtmCard.objects.select_for_update().filter(tenant=tenant, memory_id=memory_id).first()
+    if card is None or card.status == LtmCard.Status.DELETED:
+        raise NotFound(f"No card {memory_id!r}.")
+    card.status = LtmCard.Status.DELETED
+    card.version += 1
+    card.save(update_fields=["status", "version", "updated_at"])
+    LtmOutbox.objects.create(card=card, version=card.version)
+    transaction.on_commit(_enqueue_drain)
+    return card
+
+
+def _enqueue_drain() -> None:
+    from memories.tasks import ltm_outbox_drain_task
+
+    try:
+        ltm_outbox_drain_task.delay()
+    except Exception:  # the broker is down: the beat job drains the outbox later
+        logger.warning("could not enqueue the LTM outbox drain", exc_info=True)
+
+
+def card_document(card: LtmCard, vector: Sequence[float] = ()) -> CardDocument:
+    """The card as both indexes store it."""
+    refs = card.source_refs or {}
+    return CardDocument(
+        memory_id=card.memory_id,
+        version=card.version,
+        vector=list(vector),
+        fields={
+            "tenant_id": str(card.tenant_id),
+            "user_id": card.end_user.external_id if card.end_user else "",
+            "project_id": card.project.key if card.project else "",
+            "memory_type": card.memory_type,
+            "title": card.title,
+            "summary": card.summary,
+            "content": card.content,
+            "entities": list(card.entities),
+            "tags": list(card.tags),
+            "source_type": card.source_type,
+            "source_refs": [f"{kind}:{ref}" for kind, ids in refs.items() for ref in ids],
+            "bm25_text": bm25_text(" ".join([card.text, *card.entities, *card.tags])),
+            "created_at": card.created_at.isoformat(),
+            "updated_at": card.updated_at.isoformat(),
+            "importance": card.importance,
+            "confidence": card.confidence,
+            "access_count": card.access_count,
+            "status": card.status,
+        },
+    )
+
+
+def index_cards(cards: Sequence[LtmCard], *, es_index: str | None = None) -> None:
+    """Write the cards' current versions to both indexes (Milvus first), or remove deleted
+    ones (Elasticsearch first): a card is searchable only once both hold it."""
+    live = [c for c in cards if c.status != LtmCard.Status.DELETED]
+    gone = [c for c in cards if c.status == LtmCard.Status.DELETED]
+    if live:
+        vectors = embedder().embed_passages([c.text for c in live])
+        documents = [card_document(c, v) for c, v in zip(live, vectors.tolist(), strict=True)]
+        vector_index().upsert(documents=documents)
+        card_search_index().upsert(documents=documents, index=es_index)
+    if gone:
+        card_search_index().remove(versions={c.memory_id: c.version for c in gone})
+        vector_index().remove(ids=[c.memory_id for c in gone])
+    vector_index().flush()
+
+
+@dataclass(frozen=True)
+class DrainResult:
+    indexed: int
+    skipped: int
+    more: bool
+
+
+def outbox_drain(*, limit: int = 200) -> DrainResult:
+    """Index the cards of up to `limit` outbox rows; rows are deleted once both indexes agree."""
+    with transaction.atomic():
+        rows = list(
+            LtmOutbox.objects.select_for_update(skip_locked=True, of=("self",))
+            .select_related("card__end_user", "card__project")
+            .order_by("pk")[:limit]
+        )
+        if not rows:
+            return DrainResult(indexed=0, skipped=0, more=False)
+        # Every row of a card indexes that card's current version, so once per card suffices.
+        cards = list({row.card_id: row.card for row in rows}.values())
+        try:
+            index_cards(cards)
+        except StoreUnavailable as exc:
+            error = str(exc)[:1000]
+        else:
+            error = ""
+            LtmOutbox.objects.filter(pk__in=[r.pk for r in rows]).delete()
+    if error:
+        for row in rows:
+            LtmOutbox.objects.filter(pk=row.pk).update(attempts=row.attempts + 1, last_error=error)
+        raise StoreUnavailable(error)
+    more = LtmOutbox.objects.exists()
+    return DrainResult(indexed=len(cards), skipped=len(rows) - len(cards), more=more)
+
+
+def _cards_in_batches(queryset: Any, batch_size: int) -> Iterator[list[LtmCard]]:
+    batch: list[LtmCard] = []
+    for card in (
+        queryset.select_related("end_user", "project")
+        .order_by("pk")
+        .iterator(chunk_size=batch_size)
+    ):
+        batch.append(card)
+        if len(batch) == batch_size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def ltm_reindex(
+    *,
+    tenant: Tenant | None = None,
+    batch_size: int = 256,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Rebuild both indexes from the ledger; returns how many cards were written.
+
+    For all tenants Elasticsearch is rebuilt into a new index that then replaces the old one
+    behind the alias in one step; for one tenant its cards are rewritten in place.
+    """
+    search, vectors = card_search_index(), vector_index()
+    search.ensure()
+    vectors.ensure()
+    cards = LtmCard.objects.exclude(status=LtmCard.Status.DELETED)
+    if tenant is not None:
+        cards = cards.filter(tenant=tenant)
+    new_index = search.new_index() if tenant is None else None
+    total, done = cards.count(), 0
+    for batch in _cards_in_batches(cards, batch_size):
+        index_cards(batch, es_index=new_index)
+        done += len(batch)
+        if progress:
+            progress(done, total)
+    if new_index is not None:
+        search.switch_alias(to=new_index)
+        known = set(LtmCard.objects.exclude(status="deleted").values_list("memory_id", flat=True))
+        extra = [memory_id for memory_id, _ in vectors.versions() if memory_id not in known]
+        vectors.remove(ids=extra)
+    vectors.flush()
+    return done
+
+
+@dataclass(frozen=True)
+class DriftReport:
+    missing: dict[str, list[str]]  # index -> ids the ledger has and the index lacks
+    stale: dict[str, list[str]]  # index -> ids whose version differs from the ledger
+    extra: dict[str, list[str]]  # index -> ids the ledger does not have (or deleted)
+
+    @property
+    def clean(self) -> bool:
+        return not any([*self.missing.values(), *self.stale.values(), *self.extra.values()])
+
+
+def ltm_drift(*, repair: bool = False) -> DriftReport:
+    """Compare ids and versions across PostgreSQL, Elasticsearch and Milvus; optionally repair."""
+    ledger = dict(
+        LtmCard.objects.exclude(status=LtmCard.Status.DELETED).values_list("memory_id", "version")
+    )
+    indexes = {
+        "elasticsearch": dict(card_search_index().versions()),
+        "milvus": dict(vector_index().versions()),
+    }
+    report = DriftReport(
+        missing={n: sorted(ledger.keys() - held.keys()) for n, held in indexes.items()},
+        stale={
+            n: sorted(i for i in ledger.keys() & held.keys() if held[i] != ledger[i])
+            for n, held in indexes.items()
+        },
+        extra={n: sorted(held.keys() - ledger.keys()) for n, held in indexes.items()},
+    )
+    if repair and not report.clean:
+        to_index = {i for ids in [*report.missing.values(), *report.stale.values()] for i in ids}
+        for batch_start in range(0, len(to_index), 256):
+            ids = sorted(to_index)[batch_start : batch_start + 256]
+            index_cards(
+                list(
+                    LtmCard.objects.select_related("end_user", "project").filter(memory_id__in=ids)
+                )
+            )
+        if report.extra["elasticsearch"]:
+            card_search_index().remove(
+                versions={i: indexes["elasticsearch"][i] + 1 for i in report.extra["elasticsearch"]}
+            )
+        vector_index().remove(ids=report.extra["milvus"])
+        vector_index().flush()
+    return report

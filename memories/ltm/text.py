@@ -1,0 +1,68 @@
+"""The text Elasticsearch ranks: Chinese segmented into words, English lower-cased and stemmed.
+
+The service builds `bm25_text` itself and the index splits it on whitespace only, so ranking
+does not depend on which analyzers an Elasticsearch install has.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from functools import cache
+from pathlib import Path
+
+import jieba
+import snowballstemmer
+
+jieba.setLogLevel(logging.WARNING)
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_LATIN_TOKEN = re.compile(r"[a-z0-9]+(?:[._'-][a-z0-9]+)*")
+STOPWORDS_FILE = Path(__file__).resolve().parents[1] / "data" / "stopwords.txt"
+
+
+@cache
+def _stopwords() -> frozenset[str]:
+    lines = STOPWORDS_FILE.read_text(encoding="utf-8").splitlines()
+    return frozenset(w for line in lines if not line.startswith("#") for w in line.split())
+
+
+@cache
+def _stemmer() -> snowballstemmer.stemmer:
+    return snowballstemmer.stemmer("english")
+
+
+def _latin_terms(text: str) -> list[str]:
+    tokens = [t for t in _LATIN_TOKEN.findall(text.lower()) if t not in _stopwords()]
+    # split identifiers like create_order / payment-service into parts too, keeping the whole
+    parts = [p for t in tokens for p in re.split(r"[._'-]", t) if p and p != t]
+    return _stemmer().stemWords(tokens + parts)
+
+
+def _chinese_terms(text: str) -> list[str]:
+    return [
+        word
+        for run in _CJK.findall(text)
+        for word in jieba.lcut_for_search(run)
+        if word.strip() and word not in _stopwords()
+    ]
+
+
+_CAMEL = re.compile(r"\b([a-z]+(?:[A-Z][a-z0-9]*)+)\b")
+_UPPER = re.compile(r"([A-Z])")
+
+
+def _camel_parts(text: str) -> str:
+    """createOrder -> "createOrder create Order", so both the API name and its words match."""
+    return _CAMEL.sub(lambda m: m.group(1) + " " + _UPPER.sub(r" \1", m.group(1)), text)
+
+
+def bm25_terms(text: str) -> list[str]:
+    """The index terms of `text`: segmented Chinese words, stemmed English words."""
+    text = _camel_parts(text)
+    return _chinese_terms(text) + _latin_terms(_CJK.sub(" ", text))
+
+
+def bm25_text(text: str) -> str:
+    """`bm25_terms` joined by spaces: what goes into the `bm25_text` field and its queries."""
+    return " ".join(bm25_terms(text))
