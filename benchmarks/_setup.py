@@ -11,8 +11,11 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 
 
-def django_setup(**environ: str) -> None:
-    """Configure Django from the project settings; `environ` overrides variables first."""
+def django_setup(*, migrate: bool = False, **environ: str) -> None:
+    """Configure Django from the project settings; `environ` overrides variables first.
+
+    With `migrate`, bring the configured database's schema up to date (as run.sh does).
+    """
     sys.path.insert(0, str(ROOT))
     secret_file = ROOT / "var" / "secret_key"
     if "SECRET_KEY" not in os.environ:
@@ -24,6 +27,10 @@ def django_setup(**environ: str) -> None:
     import django
 
     django.setup()
+    if migrate:
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
 
 
 def locomo_turns() -> list[dict[str, str]]:

