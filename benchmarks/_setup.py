@@ -45,3 +45,14 @@ def locomo_turns() -> list[dict[str, str]]:
                     role = "user" if turn["speaker"] == sessions["speaker_a"] else "assistant"
                     turns.append({"role": role, "content": f"{turn['speaker']}: {turn['text']}"})
     return turns
+
+
+def clear_prefix_keys() -> None:
+    """Delete the Redis keys written under this run's REDIS_KEY_PREFIX (e.g. query caches)."""
+    from memories.stm import keys
+    from memories.stm.redis_client import redis_connection
+
+    client = redis_connection()
+    stale = list(client.scan_iter(match=keys.all_keys_pattern(), count=5000))
+    for start in range(0, len(stale), 5000):
+        client.delete(*stale[start : start + 5000])

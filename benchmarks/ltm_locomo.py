@@ -1,7 +1,9 @@
 """Long-term memory evidence recall on LoCoMo (development split), through `ltm_search`.
 
-Every dialogue turn of each conversation becomes a card of that conversation's user (text
-"Speaker: utterance" plus "[shares image: caption]", source message id = dia_id); every question
+Every dialogue turn of each conversation becomes a card of that conversation's user (summary
+"Speaker: utterance" plus "[shares image: caption]", source message id = dia_id; by default the
+turn before it is the card's content, as an importer of conversations would give it its
+context — `--context 0` leaves it out); every question
 of categories 1-4 is asked through ltm_search with that user's scope, and the script prints
 any@k / all@k / frac@k (k = 5, 10, 20) for lexical, vector and hybrid search, plus search
 latency. Baselines on the same data are in ../shared/data/locomo/README.md.
@@ -9,7 +11,7 @@ latency. Baselines on the same data are in ../shared/data/locomo/README.md.
 Runs against the local stores under index, collection and key prefixes of its own, in a tenant
 of its own, and removes all of it afterwards.
 
-    .venv/bin/python benchmarks/ltm_locomo.py          # --context 1 adds the previous turn
+    .venv/bin/python benchmarks/ltm_locomo.py          # --context 0: the turn alone
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import statistics
 import time
 import uuid
 
-from _setup import LOCOMO, django_setup
+from _setup import LOCOMO, clear_prefix_keys, django_setup
 
 RUN = uuid.uuid4().hex[:8]
 KS = (5, 10, 20)
@@ -55,7 +57,9 @@ def evidence_ids(raw: list[str], known: set[str]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--context", type=int, default=0, help="previous turns added as content")
+    parser.add_argument(
+        "--context", type=int, default=1, help="previous turns added to a card as its content"
+    )
     args = parser.parse_args()
     django_setup(
         migrate=True,
@@ -156,6 +160,7 @@ def main() -> None:
         card_search_index().drop()
         vector_index().drop()
         tenant.delete()
+        clear_prefix_keys()
 
 
 if __name__ == "__main__":

@@ -23,15 +23,16 @@ from urllib.parse import urlsplit
 from _setup import django_setup, locomo_turns
 
 
-def benchmark_keys(count: int) -> list[str]:
+def benchmark_tenant(count: int) -> tuple[object, list[str]]:
     """A fresh tenant with one API key per client, made through the service's own code."""
     django_setup()
     from profiles.services import api_key_create, tenant_create
 
     tenant = tenant_create(slug=f"bench-{uuid.uuid4().hex[:8]}", name="Benchmark")
-    return [
+    keys = [
         api_key_create(tenant=tenant, name=f"bench {i}", scopes=["write"])[1] for i in range(count)
     ]
+    return tenant, keys
 
 
 def run(
@@ -96,7 +97,7 @@ def main() -> None:
     args = parser.parse_args()
 
     turns = locomo_turns()
-    keys = benchmark_keys(args.clients)
+    tenant, keys = benchmark_tenant(args.clients)
     print(
         f"transcript append: {args.clients} clients, {args.seconds:.0f}s per batch size, "
         f"{len(turns)} LoCoMo turns as content, {args.url}"
@@ -113,6 +114,7 @@ def main() -> None:
         )
     if "100" in args.batches.split(","):
         print("target: >= 2000 events/s at batch 100")
+    tenant.delete()  # type: ignore[attr-defined]  # its sessions and metadata go with it
 
 
 if __name__ == "__main__":

@@ -9,11 +9,16 @@ from django.http import HttpRequest
 
 from memories.models import LtmCard, VocabularyEntry, WritePolicy
 from memories.write.services import POLICY_FIELDS, write_policy_publish
-from profiles.admin_scoping import TENANT_FILTER, ScopedModelAdmin
+from profiles.admin_scoping import (
+    TENANT_FILTER,
+    ReadOnlyScopedAdmin,
+    ScopedModelAdmin,
+    VersionedScopedAdmin,
+)
 
 
 @admin.register(WritePolicy)
-class WritePolicyAdmin(ScopedModelAdmin):
+class WritePolicyAdmin(VersionedScopedAdmin):
     """Saving publishes a new version and keeps the previous ones, read-only."""
 
     list_display = (
@@ -34,12 +39,6 @@ class WritePolicyAdmin(ScopedModelAdmin):
             return (*self.readonly_fields, "tenant")
         return self.readonly_fields
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return super().has_change_permission(request, obj) and (obj is None or obj.is_current)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         self.check_tenant(request, obj)
         published = write_policy_publish(
@@ -59,7 +58,7 @@ class VocabularyEntryAdmin(ScopedModelAdmin):
 
 
 @admin.register(LtmCard)
-class LtmCardAdmin(ScopedModelAdmin):
+class LtmCardAdmin(ReadOnlyScopedAdmin):
     """The long-term card ledger, read-only: cards change through imports and promotions."""
 
     list_display = (
@@ -75,12 +74,3 @@ class LtmCardAdmin(ScopedModelAdmin):
     search_fields = ("memory_id", "external_id", "title", "summary")
     list_select_related = ("tenant", "end_user", "project")
     readonly_fields = ("source_refs", "version", "created_at", "updated_at")
-
-    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -11,9 +11,11 @@ from django.http import HttpRequest
 
 from profiles.admin_scoping import (
     TENANT_FILTER,
+    ReadOnlyScopedAdmin,
     ScopedModelAdmin,
     ScopedStackedInline,
     ScopedTabularInline,
+    VersionedScopedAdmin,
 )
 from profiles.models import (
     AgentSetting,
@@ -108,7 +110,7 @@ class EndUserAdmin(ScopedModelAdmin):
 
 
 @admin.register(UserPreference)
-class UserPreferenceAdmin(ScopedModelAdmin):
+class UserPreferenceAdmin(VersionedScopedAdmin):
     """Saving a preference adds a new version; earlier versions stay, read-only."""
 
     list_display = ("key", "end_user", "value", "version", "is_current", "source", "created_at")
@@ -123,12 +125,6 @@ class UserPreferenceAdmin(ScopedModelAdmin):
             return (*self.readonly_fields, "end_user", "key")
         return self.readonly_fields
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return super().has_change_permission(request, obj) and (obj is None or obj.is_current)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         self.check_tenant(request, obj.end_user)
         row = preference_set(
@@ -142,22 +138,13 @@ class UserPreferenceAdmin(ScopedModelAdmin):
 
 
 @admin.register(StableFact)
-class StableFactAdmin(ScopedModelAdmin):
+class StableFactAdmin(ReadOnlyScopedAdmin):
     """Facts arrive through reviewed promotions; here they are read, with their history."""
 
     list_display = ("key", "scope", "project", "end_user", "value", "version", "is_current")
     list_filter = ("is_current", "scope", "source", TENANT_FILTER)
     search_fields = ("key", "end_user__external_id", "project__key")
     list_select_related = ("project", "end_user", "tenant")
-
-    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(AgentSetting)

@@ -129,3 +129,27 @@ class ScopedStackedInline(TenantScopedMixin, admin.StackedInline):
 
 # The default related filter lists every tenant; this one lists only tenants of visible rows.
 TENANT_FILTER = ("tenant", admin.RelatedOnlyFieldListFilter)
+
+
+class ReadOnlyScopedAdmin(ScopedModelAdmin):
+    """Rows that change only through services elsewhere: view them, never edit them here."""
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+
+class VersionedScopedAdmin(ScopedModelAdmin):
+    """Rows kept as versions: only the current one is editable (saving adds a version)."""
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        current = obj is None or getattr(obj, "is_current", False)
+        return super().has_change_permission(request, obj) and current
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False

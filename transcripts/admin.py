@@ -2,24 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
-from profiles.admin_scoping import TENANT_FILTER, ScopedModelAdmin
+from profiles.admin_scoping import TENANT_FILTER, ReadOnlyScopedAdmin
 from transcripts.models import Segment, Session
-
-
-class ReadOnlyScopedAdmin(ScopedModelAdmin):
-    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(Session)

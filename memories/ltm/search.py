@@ -55,8 +55,12 @@ class CardSearchIndex(Protocol):
     def drop(self) -> None: ...
     def upsert(self, *, documents: Sequence[CardDocument], index: str | None = None) -> None: ...
     def remove(self, *, versions: dict[str, int]) -> None: ...
-    def search(self, *, text: str, scope: Scope, limit: int) -> list[Hit]: ...
-    def get_many(self, *, ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...
+    def search(
+        self, *, text: str, scope: Scope, limit: int, timeout: float | None = None
+    ) -> list[Hit]: ...
+    def get_many(
+        self, *, ids: Sequence[str], timeout: float | None = None
+    ) -> dict[str, dict[str, Any]]: ...
     def versions(self) -> Iterator[tuple[str, int]]: ...
 
 
@@ -109,6 +113,9 @@ class ElasticsearchCardIndex:
         except (ApiError, TransportError) as exc:
             raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
 
+    def _with_timeout(self, timeout: float | None) -> Elasticsearch:
+        return self._client.options(request_timeout=timeout) if timeout else self._client
+
     # --- writes ------------------------------------------------------------------------------
     def upsert(self, *, documents: Sequence[CardDocument], index: str | None = None) -> None:
         """Index card versions; an older version than the stored one is ignored (external
@@ -160,12 +167,14 @@ class ElasticsearchCardIndex:
             raise StoreUnavailable(f"Elasticsearch refused {len(failures)} writes: {failures[0]}")
 
     # --- reads ---------------------------------------------------------------------------------
-    def search(self, *, text: str, scope: Scope, limit: int) -> list[Hit]:
+    def search(
+        self, *, text: str, scope: Scope, limit: int, timeout: float | None = None
+    ) -> list[Hit]:
         """BM25 over `bm25_text` (already normalised by the caller) within the scope."""
         if not text.strip():
             return []
         try:
-            response = self._client.search(
+            response = self._with_timeout(timeout).search(
                 index=self.alias,
                 query={
                     "bool": {"must": [{"match": {"bm25_text": text}}], "filter": _filters(scope)}
@@ -177,12 +186,14 @@ class ElasticsearchCardIndex:
             raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
         return [Hit(h["_id"], float(h["_score"] or 0.0)) for h in response["hits"]["hits"]]
 
-    def get_many(self, *, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def get_many(
+        self, *, ids: Sequence[str], timeout: float | None = None
+    ) -> dict[str, dict[str, Any]]:
         """Stored documents by memory_id (missing ids are left out)."""
         if not ids:
             return {}
         try:
-            response = self._client.mget(index=self.alias, ids=list(ids))
+            response = self._with_timeout(timeout).mget(index=self.alias, ids=list(ids))
         except (ApiError, TransportError) as exc:
             raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
         return {d["_id"]: d["_source"] for d in response["docs"] if d.get("found")}

@@ -135,7 +135,11 @@ def _run_branches(
     for name, future in futures.items():
         try:
             answers[name] = future.result(timeout=settings.LTM_BRANCH_TIMEOUT_SECONDS)
-        except (StoreUnavailable, FutureTimeout) as exc:
+        except FutureTimeout:
+            limit = settings.LTM_BRANCH_TIMEOUT_SECONDS
+            logger.warning("long-term %s search took longer than %.1fs; dropped", name, limit)
+            failed.append(name)
+        except StoreUnavailable as exc:
             logger.warning("long-term %s search failed: %s", name, exc)
             failed.append(name)
     return answers, tuple(failed)
@@ -144,7 +148,8 @@ def _run_branches(
 def _documents(tenant: Tenant, ids: list[str]) -> tuple[dict[str, dict[str, Any]], tuple[str, ...]]:
     """The cards' stored text from Elasticsearch; from the ledger if Elasticsearch is down."""
     try:
-        return card_search_index().get_many(ids=ids), ()
+        timeout = settings.LTM_BRANCH_TIMEOUT_SECONDS
+        return card_search_index().get_many(ids=ids, timeout=timeout), ()
     except StoreUnavailable:
         cards = LtmCard.objects.filter(tenant=tenant, memory_id__in=ids).exclude(status="deleted")
         return {
