@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from django.core.exceptions import ObjectDoesNotExist
+from django.db import IntegrityError
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -61,7 +63,12 @@ def session_extract(*, session_pk: int) -> str:
                 except StoreUnavailable:
                     logger.warning("LLM extractor unavailable; rules only", exc_info=True)
             if candidates:
-                proposals_submit(tenant=session.tenant, candidates=candidates)
+                try:
+                    proposals_submit(tenant=session.tenant, candidates=candidates)
+                except (ObjectDoesNotExist, IntegrityError):
+                    if not Session.objects.filter(pk=session_pk).exists():
+                        return "gone"  # erased (with its user or tenant) while we read it
+                    raise
             ExtractionCursor.objects.filter(
                 pk=session.pk, extracted_seq__lt=page.next_after
             ).update(extracted_seq=page.next_after)

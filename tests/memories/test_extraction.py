@@ -123,3 +123,21 @@ def test_catch_up_finds_sessions_whose_watermark_lags(tenant, owner: APIClient) 
     lagging = sessions_lagging()
 
     assert lagging == [Session.objects.get(external_id="lagging").pk]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_erased_during_extraction_ends_as_gone(tenant, owner: APIClient, monkeypatch):
+    import memories.write.extraction as extraction
+
+    append(owner, CONVERSATION)
+    session = Session.objects.get(external_id="s-1")
+    ExtractionCursor.objects.filter(session=session).delete()  # as if not yet extracted
+    submit = extraction.proposals_submit
+
+    def erase_first(**kwargs):
+        tenant.delete()  # what an erasure running at the same moment does
+        return submit(**kwargs)
+
+    monkeypatch.setattr(extraction, "proposals_submit", erase_first)
+
+    assert session_extract(session_pk=session.pk) == "gone"
