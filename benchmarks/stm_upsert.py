@@ -13,6 +13,7 @@ import argparse
 import hashlib
 import multiprocessing
 import random
+import statistics
 import time
 import uuid
 
@@ -25,7 +26,7 @@ OWNERS = 1000
 TENANT_ID = 1
 
 
-def make_item(owner_n: int, fact: str, n: int, *, now: float, expires_at: float):  # noqa: ANN201
+def make_item(owner_n: int, fact: str, n: int | str, *, now: float, expires_at: float):  # noqa: ANN201
     from memories.stm.items import StmItem
 
     fingerprint = hashlib.sha256(fact.encode()).hexdigest()[:24]
@@ -62,7 +63,7 @@ def prepared_batches(client_n: int, batch: int, facts: list[str]) -> list[list]:
                 facts[rng.randrange(len(facts))]
                 if rng.random() < 0.25
                 else f"{rng.choice(facts)} #{client_n}-{b}-{k}",
-                b * batch + k,
+                f"{client_n}-{b}-{k}",
                 now=now,
                 expires_at=now + 3600,
             )
@@ -148,7 +149,8 @@ def cleanup() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=6.0, help="per round")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--batches", default="1,20")
     args = parser.parse_args()
@@ -161,15 +163,26 @@ def main() -> None:
     facts = [turn["content"] for turn in locomo_turns()]
     pool = multiprocessing.get_context("fork").Pool(CLIENTS)
     try:
-        print(f"stm upsert: {CLIENTS} clients, {args.seconds:.0f}s each, prefix {PREFIX}")
+        print(
+            f"stm upsert: {CLIENTS} clients, {args.rounds} rounds of {args.seconds:.0f}s, "
+            f"prefix {PREFIX}"
+        )
         for batch in (int(b) for b in args.batches.split(",")):
-            # Items are built before the common start time: this measures the store.
-            start_at = time.time() + 15
-            jobs = [(n, batch, facts, start_at, args.seconds) for n in range(CLIENTS)]
-            results = pool.map(upsert_worker, jobs)
-            total = sum(count for count, _ in results)
-            elapsed = max(seconds for _, seconds in results)
-            print(f"batch={batch:<3} upserts/s={total / elapsed:>9.0f}  upserts={total}")
+            # Several rounds, median reported: this machine's speed varies from run to run.
+            rates = []
+            for _ in range(args.rounds):
+                # Items are built before the common start time: this measures the store.
+                start_at = time.time() + 15
+                jobs = [(n, batch, facts, start_at, args.seconds) for n in range(CLIENTS)]
+                results = pool.map(upsert_worker, jobs)
+                total = sum(count for count, _ in results)
+                rates.append(total / max(seconds for _, seconds in results))
+                if _ < args.rounds - 1:
+                    cleanup()  # every round starts from an empty store
+            print(
+                f"batch={batch:<3} upserts/s median={statistics.median(rates):>7.0f}  "
+                f"rounds: {', '.join(f'{r:.0f}' for r in rates)}"
+            )
         print(f"index consistency after upserts (50 users): {consistency(50)} problems")
         cleanup()
 

@@ -90,7 +90,16 @@ class RedisShortTermStore:
         sha = self._scripts["upsert"].sha
         earliest: dict[Owner, float] = {}
         for item in items:
-            payload = orjson.dumps(item.to_redis())
+            payload = orjson.dumps(
+                {
+                    **item.to_redis(),
+                    "_lists": {
+                        "sessions": item.sessions,
+                        "entities": item.entities,
+                        "fingerprints": item.fingerprints,
+                    },
+                }
+            )
             pipe.evalsha(sha, 1, keys.stm_base(item.owner), repr(now), payload)
             earliest[item.owner] = min(item.expires_at, earliest.get(item.owner, item.expires_at))
         for owner, expires_at in earliest.items():

@@ -49,18 +49,19 @@ local function save(item)
   redis.call('HSET', key('item', item.id), unpack(flat))
 end
 
--- Every index and lookup an active item belongs in.
-local function index(item)
+-- Every index and lookup an active item belongs in. `lists` holds the item's sessions,
+-- entities and fingerprints already decoded (callers have them; decoding again costs).
+local function index(item, lists)
   local id, score = item.id, tonumber(item.updated_at)
   redis.call('ZADD', key('recent'), score, id)
   redis.call('ZADD', key('expire'), tonumber(item.expires_at), id)
   redis.call('ZADD', key('type', item.memory_type), score, id)
   if item.task_id ~= '' then redis.call('ZADD', key('task', item.task_id), score, id) end
-  for _, s in ipairs(list(item.sessions)) do redis.call('ZADD', key('session', s), score, id) end
-  for _, e in ipairs(list(item.entities)) do
+  for _, s in ipairs(lists.sessions) do redis.call('ZADD', key('session', s), score, id) end
+  for _, e in ipairs(lists.entities) do
     redis.call('ZADD', key('entity', string.lower(e)), score, id)
   end
-  for _, fp in ipairs(list(item.fingerprints)) do redis.call('HSET', key('fp'), fp, id) end
+  for _, fp in ipairs(lists.fingerprints) do redis.call('HSET', key('fp'), fp, id) end
   if item.canonical_fact_key ~= '' then
     redis.call('HSET', key('ck'), item.canonical_fact_key, id)
   end

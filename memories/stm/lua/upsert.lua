@@ -5,6 +5,9 @@
 -- the caller registers that expiry with LT, which keeps the user's earliest one.
 local now = tonumber(ARGV[1])
 local new = cjson.decode(ARGV[2])
+-- the list fields once more as JSON arrays, so indexing need not decode them again
+local new_lists = new._lists
+new._lists = nil
 
 local existing, matched_by = nil, nil
 if new.canonical_fact_key ~= '' then
@@ -22,7 +25,7 @@ end
 
 if not existing then
   save(new)
-  index(new)
+  index(new, new_lists)
   return {'inserted', new.id, 1, '', new.expires_at}
 end
 
@@ -33,7 +36,7 @@ if matched_by == 'canonical' and new.fact_value ~= '' and existing.fact_value ~=
     'status', 'superseded', 'superseded_by', new.id, 'updated_at', ARGV[1])
   new.supersedes = existing.id
   save(new)
-  index(new)
+  index(new, new_lists)
   return {'superseded', new.id, 1, existing.id, new.expires_at}
 end
 
@@ -54,10 +57,15 @@ merged.detail = new.detail
 if new.subtype ~= '' then merged.subtype = new.subtype end
 if new.fact_value ~= '' then merged.fact_value = new.fact_value end
 if existing.canonical_fact_key == '' then merged.canonical_fact_key = new.canonical_fact_key end
-merged.entities = encode_list(union(list(existing.entities), list(new.entities)))
+local merged_lists = {
+  sessions = union(list(existing.sessions), new_lists.sessions),
+  entities = union(list(existing.entities), new_lists.entities),
+  fingerprints = union(list(existing.fingerprints), new_lists.fingerprints),
+}
+merged.entities = encode_list(merged_lists.entities)
 merged.tags = encode_list(union(list(existing.tags), list(new.tags)))
-merged.sessions = encode_list(union(list(existing.sessions), list(new.sessions)))
-merged.fingerprints = encode_list(union(list(existing.fingerprints), list(new.fingerprints)))
+merged.sessions = encode_list(merged_lists.sessions)
+merged.fingerprints = encode_list(merged_lists.fingerprints)
 local kind = old_source.kind or ''
 local new_kind = new_source.kind or ''
 if new_kind ~= '' and not string.find('+' .. kind .. '+', '+' .. new_kind .. '+', 1, true) then
@@ -76,5 +84,5 @@ merged.expires_at = larger(existing.expires_at, new.expires_at)
 if new.verified == '1' then merged.verified = '1' end
 if new.remember == '1' then merged.remember = '1' end
 save(merged)
-index(merged)
+index(merged, merged_lists)
 return {'merged', merged.id, tonumber(merged.version), '', merged.expires_at}
