@@ -53,24 +53,28 @@ def make_item(owner_n: int, fact: str, n: int | str, *, now: float, expires_at: 
 
 
 def prepared_batches(client_n: int, batch: int, facts: list[str]) -> list[list]:
-    """One client's batches; a quarter of the items repeat an earlier fact (a merge)."""
+    """One client's batches, each of one user's items (as one session's extraction or
+    proposals are); a quarter of the items repeat an earlier fact (a merge)."""
     rng = random.Random(client_n)
     now = time.time()
-    return [
-        [
-            make_item(
-                rng.randrange(1, OWNERS + 1),
-                facts[rng.randrange(len(facts))]
-                if rng.random() < 0.25
-                else f"{rng.choice(facts)} #{client_n}-{b}-{k}",
-                f"{client_n}-{b}-{k}",
-                now=now,
-                expires_at=now + 3600,
-            )
-            for k in range(batch)
-        ]
-        for b in range(PREPARED_PER_CLIENT // batch)
-    ]
+    batches = []
+    for b in range(PREPARED_PER_CLIENT // batch):
+        owner = rng.randrange(1, OWNERS + 1)
+        batches.append(
+            [
+                make_item(
+                    owner,
+                    facts[rng.randrange(len(facts))]
+                    if rng.random() < 0.25
+                    else f"{rng.choice(facts)} #{client_n}-{b}-{k}",
+                    f"{client_n}-{b}-{k}",
+                    now=now,
+                    expires_at=now + 3600,
+                )
+                for k in range(batch)
+            ]
+        )
+    return batches
 
 
 def upsert_worker(args: tuple[int, int, list[str], float, float]) -> tuple[int, float]:
@@ -170,14 +174,16 @@ def main() -> None:
         for batch in (int(b) for b in args.batches.split(",")):
             # Several rounds, median reported: this machine's speed varies from run to run.
             rates = []
-            for _ in range(args.rounds):
+            for round_n in range(args.rounds + 1):  # round 0 warms up and is not counted
                 # Items are built before the common start time: this measures the store.
                 start_at = time.time() + 15
-                jobs = [(n, batch, facts, start_at, args.seconds) for n in range(CLIENTS)]
+                seconds = args.seconds if round_n else 2.0
+                jobs = [(n, batch, facts, start_at, seconds) for n in range(CLIENTS)]
                 results = pool.map(upsert_worker, jobs)
                 total = sum(count for count, _ in results)
-                rates.append(total / max(seconds for _, seconds in results))
-                if _ < args.rounds - 1:
+                if round_n:
+                    rates.append(total / max(seconds for _, seconds in results))
+                if round_n < args.rounds:
                     cleanup()  # every round starts from an empty store
             print(
                 f"batch={batch:<3} upserts/s median={statistics.median(rates):>7.0f}  "

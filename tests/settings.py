@@ -17,6 +17,8 @@ os.environ["TRANSCRIPT_STORAGE"] = os.path.join(
 
 from memoryproject.settings import *  # noqa: E402,F403
 
+# A test database of this run's own, so two runs on one machine never share one.
+DATABASES["default"]["TEST"] = {"NAME": f"test_memory_{RUN_ID}"}  # noqa: F405
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES["staticfiles"] = {  # noqa: F405 - tests do not run collectstatic
     "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"

@@ -84,29 +84,27 @@ class RedisShortTermStore:
         ]
 
     def _upsert_transaction(self, items: Sequence[StmItem], now: float) -> list[Any]:
-        # One round trip: plain EVALSHA (a Script object would first ask SCRIPT EXISTS) and
-        # the expiry registry in the same transaction.
+        # One round trip: one plain EVALSHA per user (a Script object would first ask
+        # SCRIPT EXISTS) and the expiry registry, all in the same transaction.
+        by_owner: dict[Owner, list[int]] = {}
+        for position, item in enumerate(items):
+            by_owner.setdefault(item.owner, []).append(position)
         pipe = self._client.pipeline(transaction=True)
         sha = self._scripts["upsert"].sha
-        earliest: dict[Owner, float] = {}
-        for item in items:
-            payload = orjson.dumps(
-                {
-                    **item.to_redis(),
-                    "_lists": {
-                        "sessions": item.sessions,
-                        "entities": item.entities,
-                        "fingerprints": item.fingerprints,
-                    },
-                }
-            )
-            pipe.evalsha(sha, 1, keys.stm_base(item.owner), repr(now), payload)
-            earliest[item.owner] = min(item.expires_at, earliest.get(item.owner, item.expires_at))
-        for owner, expires_at in earliest.items():
-            # Merges only extend an expiry, so the item's own is an upper bound of the
-            # user's earliest; LT keeps the smaller one already registered.
-            pipe.zadd(keys.stm_expiring(), {owner.tag: expires_at}, lt=True)
-        return pipe.execute()[: len(items)]
+        for owner, positions in by_owner.items():
+            payload = orjson.dumps([_payload(items[p]) for p in positions])
+            pipe.evalsha(sha, 1, keys.stm_base(owner), repr(now), payload)
+        for owner, positions in by_owner.items():
+            # Merges only extend an expiry, so the items' own are upper bounds of the user's
+            # earliest; LT keeps the smaller one already registered.
+            earliest = min(items[p].expires_at for p in positions)
+            pipe.zadd(keys.stm_expiring(), {owner.tag: earliest}, lt=True)
+        replies = pipe.execute()[: len(by_owner)]
+        ordered: list[Any] = [None] * len(items)
+        for positions, owner_replies in zip(by_owner.values(), replies, strict=True):
+            for position, reply in zip(positions, owner_replies, strict=True):
+                ordered[position] = reply
+        return ordered
 
     def delete(self, *, owner: Owner, item_id: str) -> bool:
         """Delete an item with every index entry; False when it did not exist."""
@@ -276,6 +274,16 @@ class RedisShortTermStore:
             if item.canonical_fact_key and ck_map.get(item.canonical_fact_key) != item.id:
                 problems.append(f"{item.id}: canonical key {item.canonical_fact_key} not looked up")
         return problems
+
+
+def _payload(item: StmItem) -> dict[str, Any]:
+    """What upsert.lua receives for one item."""
+    lists = {
+        "sessions": item.sessions,
+        "entities": item.entities,
+        "fingerprints": item.fingerprints,
+    }
+    return {**item.to_redis(), "_lists": lists}
 
 
 def _text(value: Any) -> str:
