@@ -7,8 +7,8 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from memories.models import LtmCard, VocabularyEntry, WritePolicy
-from memories.write.services import POLICY_FIELDS, write_policy_publish
+from memories.models import POLICY_FIELDS, LtmCard, VocabularyEntry, WritePolicy
+from memories.write.services import write_policy_publish
 from profiles.admin_scoping import (
     TENANT_FILTER,
     ReadOnlyScopedAdmin,

@@ -44,6 +44,21 @@ def _default_ttls() -> dict[str, int]:
     return dict(DEFAULT_TTL_MINUTES)
 
 
+# The settings a write policy holds (everything but its tenant and version bookkeeping).
+POLICY_FIELDS = (
+    "weights",
+    "write_threshold",
+    "novelty_high_threshold",
+    "confidence_high_threshold",
+    "transient_ttl_minutes",
+    "raw_blob_chars",
+    "max_summary_chars",
+    "ttl_minutes_by_type",
+    "min_ttl_minutes",
+    "max_ttl_minutes",
+)
+
+
 class WritePolicy(models.Model):
     """A tenant's rules for what enters short-term memory; each save is a new version."""
 

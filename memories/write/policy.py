@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from memories.models import DEFAULT_TTL_MINUTES, DEFAULT_WEIGHTS, WritePolicy
+from memories.models import DEFAULT_TTL_MINUTES, DEFAULT_WEIGHTS, POLICY_FIELDS, WritePolicy
 from memories.vocabulary import Vocabulary
 from memories.write.candidates import Candidate, MemoryType, SourceKind
 from profiles.models import Tenant
@@ -41,19 +41,10 @@ class PolicySettings:
 
     @classmethod
     def from_model(cls, policy: WritePolicy) -> PolicySettings:
-        return cls(
-            version=policy.version,
-            weights={**DEFAULT_WEIGHTS, **policy.weights},
-            write_threshold=policy.write_threshold,
-            novelty_high_threshold=policy.novelty_high_threshold,
-            confidence_high_threshold=policy.confidence_high_threshold,
-            transient_ttl_minutes=policy.transient_ttl_minutes,
-            raw_blob_chars=policy.raw_blob_chars,
-            max_summary_chars=policy.max_summary_chars,
-            ttl_minutes_by_type={**DEFAULT_TTL_MINUTES, **policy.ttl_minutes_by_type},
-            min_ttl_minutes=policy.min_ttl_minutes,
-            max_ttl_minutes=policy.max_ttl_minutes,
-        )
+        values = {name: getattr(policy, name) for name in POLICY_FIELDS}
+        values["weights"] = {**DEFAULT_WEIGHTS, **policy.weights}
+        values["ttl_minutes_by_type"] = {**DEFAULT_TTL_MINUTES, **policy.ttl_minutes_by_type}
+        return cls(version=policy.version, **values)
 
 
 def policy_for(*, tenant: Tenant) -> PolicySettings:

@@ -12,7 +12,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from memories.models import WritePolicy
+from memories.models import POLICY_FIELDS, WritePolicy
 from memories.stm.items import StmItem
 from memories.stm.keys import Owner
 from memories.stm.store import RedisShortTermStore, now_seconds, stm_store
@@ -197,20 +197,6 @@ def _item_for(
         verified=candidate.verified,
         remember=candidate.remember,
     )
-
-
-POLICY_FIELDS = (
-    "weights",
-    "write_threshold",
-    "novelty_high_threshold",
-    "confidence_high_threshold",
-    "transient_ttl_minutes",
-    "raw_blob_chars",
-    "max_summary_chars",
-    "ttl_minutes_by_type",
-    "min_ttl_minutes",
-    "max_ttl_minutes",
-)
 
 
 @transaction.atomic
