@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 
 from memories.ltm.embedder import embedder
 from memories.ltm.scope import CardDocument
@@ -213,8 +214,9 @@ def outbox_drain(*, limit: int = 200) -> DrainResult:
             error = ""
             LtmOutbox.objects.filter(pk__in=[r.pk for r in rows]).delete()
     if error:
-        for row in rows:
-            LtmOutbox.objects.filter(pk=row.pk).update(attempts=row.attempts + 1, last_error=error)
+        LtmOutbox.objects.filter(pk__in=[r.pk for r in rows]).update(
+            attempts=F("attempts") + 1, last_error=error
+        )
         raise StoreUnavailable(error)
     more = LtmOutbox.objects.exists()
     return DrainResult(indexed=len(cards), skipped=len(rows) - len(cards), more=more)

@@ -86,7 +86,9 @@ def proposals_submit(
         candidate, redacted = redact_candidate(raw)
         owner = owners.get(candidate.user_id)
         fingerprint = fingerprint_of(candidate)
-        existing = _existing_state(store=store, owner=owner, candidate=candidate, fp=fingerprint)
+        existing = _existing_state(
+            store=store, owner=owner, candidate=candidate, fp=fingerprint, now=now
+        )
         if (candidate.user_id, fingerprint) in seen_in_batch:
             existing = ExistingState(same_fact=True)
         decision = decide(candidate, existing=existing, settings=settings, vocabulary=vocabulary)
@@ -131,11 +133,10 @@ def _owners(*, tenant: Tenant, user_ids: set[str], create: bool) -> dict[str, Ow
 
 
 def _existing_state(
-    *, store: RedisShortTermStore, owner: Owner | None, candidate: Candidate, fp: str
+    *, store: RedisShortTermStore, owner: Owner | None, candidate: Candidate, fp: str, now: float
 ) -> ExistingState:
     if owner is None:
         return ExistingState()
-    now = now_seconds()
     found = store.lookup(
         owner=owner, fingerprint=fp, canonical_fact_key=candidate.canonical_fact_key
     )
