@@ -1,4 +1,4 @@
-"""Tenant admins' screens for the write path: policies (versioned) and vocabularies."""
+"""Tenant admins' screens: write and recall policies, vocabularies, the card ledger."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from memories.models import POLICY_FIELDS, LtmCard, VocabularyEntry, WritePolicy
+from memories.models import POLICY_FIELDS, LtmCard, RecallPolicy, VocabularyEntry, WritePolicy
 from memories.write.services import write_policy_publish
 from profiles.admin_scoping import (
     TENANT_FILTER,
@@ -47,6 +47,24 @@ class WritePolicyAdmin(VersionedScopedAdmin):
             created_by=request.user if request.user.is_authenticated else None,
         )
         obj.pk, obj.version, obj.is_current = published.pk, published.version, True
+
+
+@admin.register(RecallPolicy)
+class RecallPolicyAdmin(ScopedModelAdmin):
+    """Score weights, recency decay and defaults of recall; saving refreshes cached context."""
+
+    list_display = (
+        "tenant",
+        "recency_weight",
+        "relevance_weight",
+        "importance_weight",
+        "confidence_weight",
+        "default_k",
+        "default_budget_tokens",
+        "updated_at",
+    )
+    list_filter = (TENANT_FILTER,)
+    list_select_related = ("tenant",)
 
 
 @admin.register(VocabularyEntry)

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -149,6 +150,63 @@ class VocabularyEntry(models.Model):
                 raise ValidationError({"value": f"Not a valid pattern: {exc}"}) from None
 
 
+class RecallPolicy(models.Model):
+    """A tenant's recall tuning: score weights, recency decay, defaults and sufficiency."""
+
+    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="recall_policy")
+    recency_weight = models.FloatField(default=0.25, validators=[MinValueValidator(0.0)])
+    relevance_weight = models.FloatField(default=0.45, validators=[MinValueValidator(0.0)])
+    importance_weight = models.FloatField(default=0.25, validators=[MinValueValidator(0.0)])
+    confidence_weight = models.FloatField(default=0.05, validators=[MinValueValidator(0.0)])
+    recency_decay_per_hour = models.FloatField(
+        default=0.03,
+        validators=[MinValueValidator(0.0)],
+        help_text="λ in recency = exp(−λ·age_hours); 0.03 halves the weight in about a day.",
+    )
+    min_relevance = models.FloatField(
+        default=0.3,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Leave out candidates less relevant than this (1 = their layer's best).",
+    )
+    default_k = models.PositiveIntegerField(default=8, validators=[MinValueValidator(1)])
+    default_budget_tokens = models.PositiveIntegerField(
+        default=800, validators=[MinValueValidator(50)]
+    )
+    redis_sufficient_count = models.PositiveIntegerField(
+        default=2,
+        help_text="Fewer relevant short-term items than this asks long-term memory as well.",
+    )
+    session_recent_minutes = models.PositiveIntegerField(
+        default=30, help_text="A session with a memory newer than this counts as recent."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "recall policies"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(recency_weight__gte=0)
+                & Q(relevance_weight__gte=0)
+                & Q(importance_weight__gte=0)
+                & Q(confidence_weight__gte=0),
+                name="recallpolicy_weights_non_negative",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"recall policy of {self.tenant}"
+
+    def clean(self) -> None:
+        weights = (
+            self.recency_weight,
+            self.relevance_weight,
+            self.importance_weight,
+            self.confidence_weight,
+        )
+        if sum(weights) <= 0:
+            raise ValidationError("At least one score weight must be positive.")
+
+
 class ExtractionCursor(models.Model):
     """How far the extractors have read a session's transcript (its watermark)."""
 
@@ -212,6 +270,7 @@ class LtmCard(models.Model):
     importance = models.FloatField(default=0.5)
     confidence = models.FloatField(default=0.8)
     access_count = models.PositiveIntegerField(default=0)
+    last_access_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
+from memories.models import RecallPolicy, VocabularyEntry
+from memories.recall.cache import context_cache
+from memoryproject.errors import StoreUnavailable
+from profiles.models import (
+    AgentSetting,
+    EndUser,
+    Project,
+    StableFact,
+    Tenant,
+    UserPreference,
+    UserProfile,
+    UserProjectRole,
+    Workspace,
+)
 from transcripts.signals import events_appended
+
+logger = logging.getLogger(__name__)
 
 
 @receiver(events_appended)
@@ -15,3 +34,53 @@ def extract_after_append(sender: Any, *, session_pk: int, **_: Any) -> None:
     from memories.tasks import stm_extract_task
 
     stm_extract_task.delay(session_pk=session_pk)
+
+
+# --- cached Layer 1 context of recall -------------------------------------------------------
+# A change to any row behind the cached context bumps its generation once the change commits,
+# so the next recall reads PostgreSQL again.
+USER_ROWS = (UserProfile, UserPreference, UserProjectRole)
+TENANT_ROWS = (Tenant, Project, Workspace, AgentSetting, RecallPolicy, VocabularyEntry)
+
+
+def _invalidate(tenant_id: int, user_ids: tuple[str, ...] = ()) -> None:
+    def bump() -> None:
+        try:
+            context_cache().invalidate(tenant_id=tenant_id, user_ids=user_ids)
+        except StoreUnavailable:
+            # Cached documents still age out after RECALL_CONTEXT_MAX_AGE_SECONDS.
+            logger.warning("recall context of tenant %s not invalidated", tenant_id)
+
+    transaction.on_commit(bump)
+
+
+def _external_id(end_user_id: int | None) -> str | None:
+    if end_user_id is None:
+        return None
+    return EndUser.objects.filter(pk=end_user_id).values_list("external_id", flat=True).first()
+
+
+@receiver(post_save)
+@receiver(post_delete)
+def invalidate_recall_context(sender: Any, instance: Any, **_: Any) -> None:
+    if sender is EndUser:
+        _invalidate(instance.tenant_id, (instance.external_id,))
+    elif sender in USER_ROWS or (sender is StableFact and instance.scope == StableFact.Scope.USER):
+        external_id = _external_id(instance.end_user_id)
+        if external_id is not None:
+            _invalidate(_tenant_of(instance), (external_id,))
+    elif sender is StableFact or sender in TENANT_ROWS:
+        _invalidate(_tenant_of(instance))
+
+
+def _tenant_of(instance: Any) -> int:
+    if isinstance(instance, Tenant):
+        return instance.pk
+    if isinstance(instance, UserProfile):
+        return (
+            EndUser.objects.filter(pk=instance.end_user_id)
+            .values_list("tenant_id", flat=True)
+            .first()
+            or 0
+        )
+    return int(instance.tenant_id)

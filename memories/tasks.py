@@ -65,3 +65,20 @@ def ltm_outbox_drain_task() -> str:
     if result.more:
         ltm_outbox_drain_task.delay()
     return f"indexed {result.indexed}"
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(StoreUnavailable,),
+    retry_backoff=True,
+    max_retries=8,
+    soft_time_limit=120,
+)
+def recall_effects_apply_task(*, records: list[dict] | None = None) -> str:
+    """Apply queued recall side effects (or these records, when the queue was unreachable)."""
+    from memories.recall.effects import recall_effects_apply
+
+    result = recall_effects_apply(records=records)
+    if result.more:
+        recall_effects_apply_task.delay()
+    return f"applied {result.applied} recalls"

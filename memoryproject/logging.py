@@ -95,12 +95,20 @@ def _attach_request_id(headers: dict[str, Any] | None = None, **_: Any) -> None:
         headers["request_id"] = request_id
 
 
+_task_tokens: dict[str, Any] = {}
+
+
 @signals.task_prerun.connect
-def _adopt_request_id(task: Any = None, **_: Any) -> None:
+def _adopt_request_id(task_id: str = "", task: Any = None, **_: Any) -> None:
     request_id = getattr(task.request, "request_id", None) if task is not None else None
-    _request_id.set(request_id)
+    # A task run inline (eager) keeps the id of the request it runs in.
+    _task_tokens[task_id] = _request_id.set(request_id or _request_id.get())
 
 
 @signals.task_postrun.connect
-def _forget_request_id(**_: Any) -> None:
-    _request_id.set(None)
+def _forget_request_id(task_id: str = "", **_: Any) -> None:
+    token = _task_tokens.pop(task_id, None)
+    if token is not None:
+        _request_id.reset(token)
+    else:
+        _request_id.set(None)

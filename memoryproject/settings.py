@@ -97,6 +97,14 @@ EMBEDDING_MODEL = env.string("EMBEDDING_MODEL", "multilingual-e5-small")  # for 
 # Per-branch time limit of hybrid long-term search; a slower branch is dropped (degraded).
 LTM_BRANCH_TIMEOUT_SECONDS = float(env.integer("LTM_BRANCH_TIMEOUT_MS", 2000, minimum=10)) / 1000
 
+# Recall: each layer's time budget; a slower layer is skipped and reported as degraded.
+RECALL_REDIS_TIMEOUT_SECONDS = env.integer("RECALL_REDIS_TIMEOUT_MS", 250, minimum=1) / 1000
+RECALL_LTM_TIMEOUT_SECONDS = env.integer("RECALL_LTM_TIMEOUT_MS", 3000, minimum=10) / 1000
+# Cached Layer 1 context older than this is re-read (changes invalidate it at once anyway).
+RECALL_CONTEXT_MAX_AGE_SECONDS = env.integer("RECALL_CONTEXT_MAX_AGE_SECONDS", 600, minimum=1)
+# Recall side effects (access counts, the transcript event) are applied in batches this late.
+RECALL_EFFECTS_DELAY_SECONDS = env.integer("RECALL_EFFECTS_DELAY_SECONDS", 2, minimum=0)
+
 # Optional LLM extractor (an OpenAI-compatible chat-completions endpoint); off when empty.
 LLM_EXTRACTOR_URL = env.string("LLM_EXTRACTOR_URL", "")
 if LLM_EXTRACTOR_URL:
@@ -146,6 +154,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "stm-extract-catch-up": {"task": "memories.tasks.stm_extract_catch_up_task", "schedule": 120.0},
     # Drain the long-term index outbox (normally drained right after each change).
     "ltm-outbox-drain": {"task": "memories.tasks.ltm_outbox_drain_task", "schedule": 60.0},
+    # Apply queued recall side effects (normally applied a moment after each recall).
+    "recall-effects-apply": {"task": "memories.tasks.recall_effects_apply_task", "schedule": 30.0},
 }
 
 # --- API ---------------------------------------------------------------------------------------

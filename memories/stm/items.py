@@ -29,7 +29,7 @@ FLOAT_FIELDS = (
     "last_access_at",
     "expires_at",
 )
-INT_FIELDS = ("tenant_id", "end_user_id", "version", "hit_count")
+INT_FIELDS = ("tenant_id", "end_user_id", "version", "hit_count", "recall_count")
 BOOL_FIELDS = ("verified", "remember")
 LIST_FIELDS = ("entities", "tags", "sessions", "fingerprints")
 
@@ -63,7 +63,8 @@ class StmItem:
     fact_value: str = ""
     version: int = 1
     status: str = Status.ACTIVE
-    hit_count: int = 1
+    hit_count: int = 1  # times the fact was written again and merged
+    recall_count: int = 0  # times recall injected it
     sessions: list[str] = field(default_factory=list)  # every session the fact was seen in
     fingerprints: list[str] = field(default_factory=list)  # every fingerprint merged into it
     supersedes: str = ""

@@ -68,6 +68,21 @@ def query_embedding(*, model: str, digest: str) -> str:
     return f"{_prefix()}:emb:{model}:{digest}"
 
 
+def context_generation(tenant_id: int, user_id: str = "") -> str:
+    """Counter bumped when Layer 1 rows behind a cached context change (tenant-wide or a user's)."""
+    return f"{_prefix()}:ctx:gen:{tenant_id}" + (f":u:{user_id}" if user_id else "")
+
+
+def context_document(tenant_id: int, user_id: str = "") -> str:
+    """Cached Layer 1 context of a tenant, or of one of its end users (by external id)."""
+    return f"{_prefix()}:ctx:doc:{tenant_id}" + (f":u:{user_id}" if user_id else "")
+
+
+def recall_log() -> str:
+    """List of recalls whose side effects (access counts, transcript event) are still to apply."""
+    return f"{_prefix()}:recall:log"
+
+
 def lock(name: str) -> str:
     return f"{_prefix()}:lock:{name}"
 

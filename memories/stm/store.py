@@ -17,13 +17,13 @@ import orjson
 from redis.exceptions import NoScriptError, RedisError
 
 from memories.stm import keys
-from memories.stm.items import Status, StmItem
+from memories.stm.items import LIST_FIELDS, Status, StmItem
 from memories.stm.keys import Owner
 from memories.stm.redis_client import redis_connection
 from memoryproject.errors import StoreUnavailable
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
-SCRIPT_NAMES = ("upsert", "delete", "sweep")
+SCRIPT_NAMES = ("upsert", "delete", "sweep", "touch")
 INDEX_NAMES = ("session", "task", "entity", "type")
 
 
@@ -217,6 +217,57 @@ class RedisShortTermStore:
         except RedisError as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
         return [(_text(member), float(score)) for member, score in rows]
+
+    def index_heads(
+        self, *, owner: Owner, indexes: Sequence[tuple[str, str, int]]
+    ) -> list[list[tuple[str, float]]]:
+        """The newest (id, score) pairs of several indexes, (name, value, limit) each, at once."""
+        if not indexes:
+            return []
+        try:
+            pipe = self._client.pipeline(transaction=False)
+            for name, value, limit in indexes:
+                pipe.zrevrange(keys.stm_index(owner, name, value), 0, limit - 1, withscores=True)
+            replies = pipe.execute()
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+        return [[(_text(member), float(score)) for member, score in rows] for rows in replies]
+
+    def fields_many(
+        self, *, owner: Owner, item_ids: Sequence[str], fields: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """Some fields of several items (list fields decoded); {} for items that are gone."""
+        if not item_ids:
+            return []
+        try:
+            pipe = self._client.pipeline(transaction=False)
+            for item_id in item_ids:
+                pipe.hmget(keys.stm_item(owner, item_id), list(fields))
+            rows = pipe.execute()
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+        found = []
+        for row in rows:
+            values: dict[str, Any] = {}
+            for name, raw in zip(fields, row, strict=True):
+                if raw is None:
+                    continue
+                text = _text(raw)
+                values[name] = (orjson.loads(text) or []) if name in LIST_FIELDS else text
+            found.append(values)
+        return found
+
+    def touch(self, *, owner: Owner, recalls: dict[str, int], now: float) -> int:
+        """Count recalls of live items and stamp `last_access_at`; returns the items touched."""
+        if not recalls:
+            return 0
+        try:
+            touched = self._scripts["touch"](
+                keys=[keys.stm_base(owner)], args=[repr(now), orjson.dumps(recalls)]
+            )
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+        return int(touched)
 
     # --- consistency -----------------------------------------------------------------------
     def index_problems(self, owner: Owner) -> list[str]:

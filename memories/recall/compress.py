@@ -1,0 +1,172 @@
+"""Fit the Layer 1 blocks and the chosen memories into a token budget, and render the text
+agents inject, in the design's three sections and the user's language."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memories.recall.context import ContextBlocks
+from memories.recall.pool import MemoryCandidate
+
+_TOKEN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|[A-Za-z0-9_]+|[^\sA-Za-z0-9_\u3400-\u9fff]")
+
+LABELS = {
+    "zh": {
+        "profile": "用户/环境画像：",
+        "stm": "当前任务短期记忆：",
+        "ltm": "相关长期经验：",
+        "language": "语言",
+        "answer_style": "回答风格",
+        "timezone": "时区",
+        "display_name": "称呼",
+        "permission": "权限",
+        "role": "角色",
+        "default_env": "默认环境",
+        "project": "项目",
+        "workspace": "工作区",
+        "task": "当前任务",
+    },
+    "en": {
+        "profile": "User / environment profile:",
+        "stm": "Current task short-term memory:",
+        "ltm": "Related long-term experience:",
+        "language": "Language",
+        "answer_style": "Answer style",
+        "timezone": "Time zone",
+        "display_name": "Name",
+        "permission": "Permission",
+        "role": "Role",
+        "default_env": "Default environment",
+        "project": "Project",
+        "workspace": "Workspace",
+        "task": "Current task",
+    },
+}
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens a model's tokenizer would roughly count: one per Chinese character, one per four
+    characters of a Latin word (at least one), one per other symbol."""
+    total = 0
+    for token in _TOKEN.findall(text):
+        if token[0].isascii() and (token[0].isalnum() or token[0] == "_"):
+            total += max(1, math.ceil(len(token) / 4))
+        else:
+            total += 1
+    return total
+
+
+@dataclass
+class Injection:
+    text: str
+    token_estimate: int
+    items: list[MemoryCandidate]
+    shortened: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    block_lines_dropped: int = 0
+
+
+def fit_and_render(
+    *,
+    blocks: ContextBlocks,
+    candidates: Sequence[MemoryCandidate],
+    budget_tokens: int,
+    language: str,
+    task_id: str = "",
+) -> Injection:
+    """Shorten the lowest-scored items to their summaries, then drop them, until it fits.
+
+    Block lines come first; if they alone exceed the budget, their least essential lines
+    (facts, then settings) go before anything else is cut.
+    """
+    labels = LABELS.get(language, LABELS["en"])
+    block_lines = _block_lines(blocks, labels)
+    items = list(candidates)  # best first
+    short: set[str] = set()
+    dropped: list[str] = []
+
+    def render() -> str:
+        return _render(block_lines, items, short, labels, task_id)
+
+    text = render()
+    # Shorten from the lowest-scored up, then drop from the lowest-scored up.
+    for candidate in reversed(items):
+        if estimate_tokens(text) <= budget_tokens:
+            break
+        if candidate.summary != candidate.text:
+            short.add(candidate.memory_id)
+            text = render()
+    while items and estimate_tokens(text) > budget_tokens:
+        dropped.append(items.pop().memory_id)
+        text = render()
+    lines_dropped = 0
+    while estimate_tokens(text) > budget_tokens and any(optional for _, optional in block_lines):
+        last_optional = max(i for i, (_, optional) in enumerate(block_lines) if optional)
+        block_lines.pop(last_optional)
+        lines_dropped += 1
+        text = render()
+    return Injection(
+        text=text,
+        token_estimate=estimate_tokens(text),
+        items=items,
+        shortened=[c.memory_id for c in items if c.memory_id in short],
+        dropped=dropped,
+        block_lines_dropped=lines_dropped,
+    )
+
+
+def _block_lines(blocks: ContextBlocks, labels: dict[str, str]) -> list[tuple[str, bool]]:
+    """(line, optional) pairs of the profile section; optional lines may be cut for budget."""
+    lines: list[tuple[str, bool]] = []
+    profile = blocks.profile
+    for name in ("language", "answer_style", "display_name", "timezone"):
+        if profile.get(name):
+            lines.append((f"- {labels[name]}: {profile[name]}", name == "timezone"))
+    for key, value in profile.get("preferences", {}).items():
+        lines.append((f"- {key}: {_value(value)}", True))
+    scope = blocks.constraints.get("permission_scope")
+    if scope:
+        lines.append((f"- {labels['permission']}: {scope}", False))
+    runtime = blocks.runtime
+    for name in ("project", "workspace", "default_env"):
+        if runtime.get(name):
+            lines.append((f"- {labels[name]}: {runtime[name]}", name != "default_env"))
+    shown = {"project_metadata.default_env"}
+    for fact in blocks.constraints.get("facts", []):
+        if fact["key"] not in shown:
+            lines.append((f"- {fact['key']}: {_value(fact['value'])}", True))
+    return lines
+
+
+def _render(
+    block_lines: list[tuple[str, bool]],
+    items: Sequence[MemoryCandidate],
+    short: set[str],
+    labels: dict[str, str],
+    task_id: str,
+) -> str:
+    sections: list[str] = []
+    if block_lines:
+        sections.append("\n".join([labels["profile"], *(line for line, _ in block_lines)]))
+    stm = [c for c in items if c.source == "redis"]
+    ltm = [c for c in items if c.source != "redis"]
+    if stm:
+        head = [f"- {labels['task']}: {task_id}"] if task_id else []
+        body = [f"- {_item_text(c, short)}" for c in stm]
+        sections.append("\n".join([labels["stm"], *head, *body]))
+    if ltm:
+        sections.append("\n".join([labels["ltm"], *(f"- {_item_text(c, short)}" for c in ltm)]))
+    return "\n\n".join(sections)
+
+
+def _item_text(candidate: MemoryCandidate, short: set[str]) -> str:
+    text = candidate.summary if candidate.memory_id in short else candidate.text
+    return " ".join(text.split())
+
+
+def _value(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)

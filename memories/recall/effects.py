@@ -1,0 +1,171 @@
+"""Side effects of recall, kept off its hot path: access counts and the transcript event.
+
+Each recall pushes one record to a Redis list and, when the list was empty, schedules a task a
+moment later that applies everything queued in one batch: recall counts of short-term items,
+access counts of long-term cards, and one `system` event per recall in the session transcript,
+whose id is the recall id (so applying a batch twice appends nothing twice).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Case, F, IntegerField, Value, When
+
+from memories.models import LtmCard
+from memories.recall.cache import recall_log
+from memories.stm.keys import Owner
+from memories.stm.locks import redis_lock
+from memories.stm.store import stm_store
+from memoryproject.errors import DomainError, StoreUnavailable
+from profiles.models import Tenant
+from transcripts.services import EventIn, Role, events_append
+
+logger = logging.getLogger(__name__)
+
+BATCH = 500
+RECALL_EVENT_KIND = "recall"
+
+
+def recall_effects_schedule(
+    *, record: dict[str, Any], trace_failure: Callable[[str], None]
+) -> None:
+    """Queue one recall's effects; schedule the batch task when the queue was empty."""
+    from memories.tasks import recall_effects_apply_task
+
+    try:
+        queued = recall_log().push(record=record)
+    except StoreUnavailable as exc:
+        trace_failure(f"recall log: {exc}")
+        # The queue is unreachable: hand this record to the task itself, so it is not lost.
+        _enqueue(lambda: recall_effects_apply_task.delay(records=[record]), record)
+        return
+    if queued == 1:
+        countdown = settings.RECALL_EFFECTS_DELAY_SECONDS
+        _enqueue(lambda: recall_effects_apply_task.apply_async(countdown=countdown), record)
+
+
+def _enqueue(send: Callable[[], Any], record: dict[str, Any]) -> None:
+    try:
+        send()
+    except Exception:  # the broker is down: the beat schedule applies the queue later
+        logger.warning("recall effects not scheduled (%s)", record["recall_id"], exc_info=True)
+
+
+@dataclass(frozen=True)
+class EffectsResult:
+    applied: int
+    more: bool
+
+
+def recall_effects_apply(*, records: Sequence[dict[str, Any]] | None = None) -> EffectsResult:
+    """Apply the oldest queued recalls (or the given records) in one batch."""
+    if records is not None:
+        _apply(records)
+        return EffectsResult(applied=len(records), more=False)
+    with redis_lock("recall-effects", ttl_seconds=180) as acquired:
+        if not acquired:
+            return EffectsResult(applied=0, more=False)
+        batch = recall_log().peek(limit=BATCH)
+        if batch:
+            _apply(batch)
+            recall_log().trim(count=len(batch))
+        return EffectsResult(applied=len(batch), more=len(batch) == BATCH)
+
+
+def _apply(records: Sequence[dict[str, Any]]) -> None:
+    _append_events(records)
+    _touch_cards(records)
+    try:
+        _touch_short_term(records)
+    except StoreUnavailable as exc:
+        # Recall counts are statistics: with Redis down there is no item to count on anyway.
+        logger.warning("recall counts of %d recalls not applied: %s", len(records), exc)
+
+
+def _touch_short_term(records: Sequence[dict[str, Any]]) -> None:
+    by_owner: dict[Owner, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    latest: dict[Owner, float] = {}
+    for record in records:
+        if not record["stm"] or record["end_user_id"] is None:
+            continue
+        owner = Owner(record["tenant_id"], record["end_user_id"])
+        latest[owner] = max(latest.get(owner, 0.0), record["at"])
+        for item_id in record["stm"]:
+            by_owner[owner][item_id] += 1
+    store = stm_store()
+    for owner, counts in by_owner.items():
+        store.touch(owner=owner, recalls=dict(counts), now=latest[owner])
+
+
+def _touch_cards(records: Sequence[dict[str, Any]]) -> None:
+    counts: dict[tuple[int, str], int] = defaultdict(int)
+    last: dict[tuple[int, str], float] = {}
+    for record in records:
+        for memory_id in record["ltm"]:
+            counts[(record["tenant_id"], memory_id)] += 1
+            last[(record["tenant_id"], memory_id)] = record["at"]
+    if not counts:
+        return
+    by_tenant: dict[int, dict[str, int]] = defaultdict(dict)
+    for (tenant_id, memory_id), count in counts.items():
+        by_tenant[tenant_id][memory_id] = count
+    with transaction.atomic():
+        for tenant_id, cards in by_tenant.items():
+            newest = max(last[(tenant_id, m)] for m in cards)
+            LtmCard.objects.filter(tenant_id=tenant_id, memory_id__in=list(cards)).update(
+                access_count=F("access_count")
+                + Case(
+                    *(When(memory_id=m, then=Value(n)) for m, n in cards.items()),
+                    output_field=IntegerField(),
+                ),
+                last_access_at=datetime.fromtimestamp(newest, tz=UTC),
+            )
+
+
+def _append_events(records: Sequence[dict[str, Any]]) -> None:
+    by_session: dict[tuple[int, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        by_session[(record["tenant_id"], record["session_id"], record["user_id"])].append(record)
+    tenants = Tenant.objects.in_bulk({tenant_id for tenant_id, _, _ in by_session})
+    for (tenant_id, session_id, user_id), session_records in by_session.items():
+        tenant = tenants.get(tenant_id)
+        if tenant is None:
+            continue  # the tenant was deleted meanwhile
+        events = [_event(record) for record in session_records]
+        try:
+            events_append(
+                tenant=tenant,
+                session_id=session_id,
+                user_id=user_id,
+                events=events,
+                task_id=session_records[-1]["task_id"],
+            )
+        except DomainError as exc:
+            # e.g. the session belongs to another user: the recall is still in the logs.
+            logger.warning("recall events of %s not recorded: %s", session_id, exc)
+
+
+def _event(record: dict[str, Any]) -> EventIn:
+    injected = [*record["stm"], *record["ltm"]]
+    content = f"recall {record['recall_id']}: injected {', '.join(injected) or 'nothing'}"
+    return EventIn(
+        role=Role.SYSTEM,
+        content=content,
+        message_id=record["recall_id"],
+        metadata={
+            "kind": RECALL_EVENT_KIND,
+            "recall_id": record["recall_id"],
+            "stm": record["stm"],
+            "ltm": record["ltm"],
+            "degraded": record["degraded"],
+        },
+        occurred_at=datetime.fromtimestamp(record["at"], tz=UTC),
+    )

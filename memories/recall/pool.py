@@ -1,0 +1,296 @@
+"""One candidate pool for short- and long-term memories: normalise, de-duplicate, apply domain
+authority, re-score. Layer 1 values never enter it; they decide conflicts."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memories.ltm.selectors import LtmHit
+from memories.stm.items import StmItem
+from memories.write.services import normalise_fact
+from profiles.domains import AUTHORITATIVE_DOMAINS
+
+SOURCE_PRIORITY = {"redis": 100, "ltm": 50, "history": 10}
+REDIS_DOMAINS = ("task_state", "session_state", "current_decision")
+LTM_SUPPLEMENT_DOMAINS = ("similar_case", "semantic_hint")
+NEAR_DUPLICATE_SIMILARITY = 0.9
+CARD_TEXT_CHARS = 600  # a card's text in the injection before any shortening
+
+# Short-term memory types map onto the design's Redis-owned domains.
+_STM_TYPE_DOMAINS = {
+    "decision": "current_decision",
+    "constraint": "task_state",
+    "observation": "task_state",
+    "hypothesis": "task_state",
+    "fact": "session_state",
+    "preference": "session_state",
+}
+_CARD_TYPE_DOMAINS = {"episodic_case": "similar_case", "preference": "preference"}
+_WORD = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]")
+
+
+@dataclass
+class Weights:
+    recency: float = 0.25
+    relevance: float = 0.45
+    importance: float = 0.25
+    confidence: float = 0.05
+    decay_per_hour: float = 0.03
+
+
+@dataclass
+class MemoryCandidate:
+    """A memory from any layer in one shape; `parts` holds the score's terms once scored."""
+
+    memory_id: str
+    source: str  # redis | ltm
+    memory_type: str
+    domain: str
+    text: str  # what the injection shows
+    summary: str  # the shortened form used when over budget
+    core: str  # the fact's own words, compared across layers
+    canonical_fact_key: str
+    fact_value: str
+    fingerprint: str
+    entities: list[str]
+    importance: float
+    confidence: float
+    updated_at: float
+    raw_relevance: float
+    provenance: dict[str, Any] = field(default_factory=dict)
+    derived_from: list[str] = field(default_factory=list)  # short-term ids a card came from
+    relevance: float = 0.0
+    score: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def source_priority(self) -> int:
+        return SOURCE_PRIORITY[self.source]
+
+
+@dataclass(frozen=True)
+class Dropped:
+    memory_id: str
+    source: str
+    reason: str
+
+
+def content_fingerprint(text: str) -> str:
+    """The same fact worded identically (case and punctuation aside), whichever layer holds it."""
+    return hashlib.sha256(normalise_fact(text).encode()).hexdigest()[:24]
+
+
+def query_terms(text: str) -> set[str]:
+    """Lower-case Latin words and single CJK characters; CJK bigrams added for word order."""
+    tokens = _WORD.findall(text.lower())
+    terms = set(tokens)
+    for first, second in zip(tokens, tokens[1:], strict=False):
+        if len(first) == 1 == len(second) and not first.isascii() and not second.isascii():
+            terms.add(first + second)
+    return terms
+
+
+def stm_candidate(
+    item: StmItem, *, terms: set[str], entities: Sequence[str], task_id: str, session_id: str
+) -> MemoryCandidate:
+    text = item.summary
+    item_terms = query_terms(" ".join((text, item.fact_value, " ".join(item.entities))))
+    overlap = len(terms & item_terms) / len(terms) if terms else 0.0
+    wanted = {e.lower() for e in entities}
+    entity_hits = sum(1 for e in item.entities if e.lower() in wanted)
+    # Lexical overlap first; being about the same task, session or entities adds context.
+    raw = (
+        overlap
+        + 0.5 * min(entity_hits, 2)
+        + (0.5 if task_id and item.task_id == task_id else 0.0)
+        + (0.25 if session_id in item.sessions else 0.0)
+    )
+    key = item.canonical_fact_key
+    return MemoryCandidate(
+        memory_id=item.id,
+        source="redis",
+        memory_type=item.memory_type,
+        domain=_key_domain(key) or _STM_TYPE_DOMAINS.get(item.memory_type, "session_state"),
+        text=text,
+        summary=_short(text),
+        core=text,
+        canonical_fact_key=key,
+        fact_value=item.fact_value,
+        fingerprint=content_fingerprint(text),
+        entities=list(item.entities),
+        importance=item.importance,
+        confidence=item.confidence,
+        updated_at=item.updated_at,
+        raw_relevance=raw,
+        provenance={
+            "message_ids": item.message_ids,
+            "tool_call_ids": list(item.source.get("tool_call_ids", [])),
+            "task_id": item.task_id,
+            "sessions": item.sessions,
+        },
+    )
+
+
+def ltm_candidate(hit: LtmHit) -> MemoryCandidate:
+    card = hit.card
+    summary = card.get("summary") or card.get("title") or ""
+    content = card.get("content") or ""
+    text = f"{summary} — {content}" if summary and content and content != summary else summary
+    text = _short(text or content, CARD_TEXT_CHARS)
+    refs = [str(r) for r in card.get("source_refs", []) or []]
+    tags = [str(t) for t in card.get("tags", []) or []]
+    key = next((t.split(":", 1)[1] for t in tags if t.startswith("key:")), "")
+    return MemoryCandidate(
+        memory_id=hit.memory_id,
+        source="ltm",
+        memory_type=card.get("memory_type", ""),
+        domain=_key_domain(key)
+        or _CARD_TYPE_DOMAINS.get(card.get("memory_type", ""), "semantic_hint"),
+        text=text,
+        summary=_short(card.get("title") or summary),
+        core=summary or content,
+        canonical_fact_key=key,
+        fact_value="",
+        fingerprint=content_fingerprint(summary or content),
+        entities=list(card.get("entities", []) or []),
+        importance=float(card.get("importance", 0.5)),
+        confidence=float(card.get("confidence", 0.8)),
+        updated_at=_timestamp(card.get("updated_at")),
+        raw_relevance=hit.score,
+        provenance={
+            "source_refs": refs,
+            "lexical_rank": hit.lexical_rank,
+            "vector_rank": hit.vector_rank,
+        },
+        derived_from=[r.split(":", 1)[1] for r in refs if r.startswith("stm_item_ids:")],
+    )
+
+
+def deduplicate(
+    candidates: Iterable[MemoryCandidate],
+) -> tuple[list[MemoryCandidate], list[Dropped]]:
+    """Keep one candidate per fact: by canonical key, then fingerprint, then near-identical
+    text (and a card derived from a short-term item present); the higher source priority wins,
+    then the higher relevance."""
+    ordered = sorted(candidates, key=lambda c: (-c.source_priority, -c.raw_relevance))
+    kept: list[MemoryCandidate] = []
+    dropped: list[Dropped] = []
+    by_key: dict[str, MemoryCandidate] = {}
+    by_fingerprint: dict[str, MemoryCandidate] = {}
+    by_id: dict[str, MemoryCandidate] = {}
+    shingles: list[tuple[set[str], MemoryCandidate]] = []
+    for candidate in ordered:
+        twin, why = None, ""
+        if candidate.canonical_fact_key and candidate.canonical_fact_key in by_key:
+            twin, why = by_key[candidate.canonical_fact_key], "canonical_fact_key"
+        elif candidate.fingerprint in by_fingerprint:
+            twin, why = by_fingerprint[candidate.fingerprint], "fingerprint"
+        elif any(ref in by_id for ref in candidate.derived_from):
+            ref = next(r for r in candidate.derived_from if r in by_id)
+            twin, why = by_id[ref], "promoted_from"
+        else:
+            mine = _shingles(candidate.core)
+            for theirs, other in shingles:
+                if _jaccard(mine, theirs) >= NEAR_DUPLICATE_SIMILARITY:
+                    twin, why = other, "near_identical_text"
+                    break
+        if twin is not None:
+            dropped.append(
+                Dropped(
+                    candidate.memory_id, candidate.source, f"duplicate of {twin.memory_id} ({why})"
+                )
+            )
+            continue
+        kept.append(candidate)
+        by_id[candidate.memory_id] = candidate
+        by_fingerprint[candidate.fingerprint] = candidate
+        if candidate.canonical_fact_key:
+            by_key[candidate.canonical_fact_key] = candidate
+        shingles.append((_shingles(candidate.core), candidate))
+    return kept, dropped
+
+
+def apply_authority(
+    candidates: Iterable[MemoryCandidate], *, authoritative: Mapping[str, Any]
+) -> tuple[list[MemoryCandidate], list[Dropped]]:
+    """PostgreSQL owns profile/permission/config/project_metadata; Redis owns task and session
+    state, so a long-term copy of it is stale; the rest of long-term memory supplements."""
+    kept: list[MemoryCandidate] = []
+    dropped: list[Dropped] = []
+    for candidate in candidates:
+        reason = ""
+        if candidate.domain in AUTHORITATIVE_DOMAINS or candidate.domain == "preference":
+            key = candidate.canonical_fact_key
+            if key in authoritative and _value_text(authoritative[key]) != _value_text(
+                candidate.fact_value
+            ):
+                reason = f"conflicts with PostgreSQL's {key} = {authoritative[key]}"
+        elif candidate.source == "ltm" and candidate.domain in REDIS_DOMAINS:
+            reason = f"{candidate.domain} belongs to short-term memory"
+        if reason:
+            dropped.append(Dropped(candidate.memory_id, candidate.source, reason))
+        else:
+            kept.append(candidate)
+    return kept, dropped
+
+
+def rescore(candidates: list[MemoryCandidate], *, weights: Weights, now: float) -> None:
+    """final = α·recency + β·relevance + γ·importance + δ·confidence, relevance per source
+    scaled so each source's best is 1 (raw scores of different layers are not comparable)."""
+    best: dict[str, float] = {}
+    for candidate in candidates:
+        best[candidate.source] = max(best.get(candidate.source, 0.0), candidate.raw_relevance)
+    for candidate in candidates:
+        top = best[candidate.source]
+        candidate.relevance = candidate.raw_relevance / top if top > 0 else 0.0
+        age_hours = max(0.0, now - candidate.updated_at) / 3600 if candidate.updated_at else 1e6
+        parts = {
+            "recency": weights.recency * math.exp(-weights.decay_per_hour * age_hours),
+            "relevance": weights.relevance * candidate.relevance,
+            "importance": weights.importance * candidate.importance,
+            "confidence": weights.confidence * candidate.confidence,
+        }
+        candidate.parts = {name: round(value, 4) for name, value in parts.items()}
+        candidate.score = round(sum(parts.values()), 4)
+    candidates.sort(key=lambda c: (-c.score, -c.source_priority, c.memory_id))
+
+
+def _key_domain(key: str) -> str:
+    return key.split(".", 1)[0] if "." in key and ":" not in key else ""
+
+
+def _value_text(value: Any) -> str:
+    return normalise_fact(value if isinstance(value, str) else str(value))
+
+
+def _short(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _shingles(text: str) -> set[str]:
+    normal = normalise_fact(text)
+    return {normal[i : i + 3] for i in range(max(1, len(normal) - 2))}
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def _timestamp(value: Any) -> float:
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and value:
+        try:
+            return datetime.fromisoformat(value).timestamp()
+        except ValueError:
+            return 0.0
+    return 0.0

@@ -1,0 +1,545 @@
+"""Recall: query profile → routing → Layer 1 blocks → one candidate pool → scoring → budget.
+
+Every decision is recorded so `explain` can show it. A layer that fails or exceeds its time
+budget is skipped and named in `degraded`; recall answers from the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.db import DatabaseError
+
+from memories.ltm.selectors import LtmSearchResult, ltm_search
+from memories.recall.cache import Cached, context_cache
+from memories.recall.compress import fit_and_render
+from memories.recall.context import (
+    ContextBlocks,
+    compose_blocks,
+    tenant_context_document,
+    user_context_document,
+)
+from memories.recall.pool import (
+    Dropped,
+    MemoryCandidate,
+    Weights,
+    apply_authority,
+    deduplicate,
+    ltm_candidate,
+    query_terms,
+    rescore,
+    stm_candidate,
+)
+from memories.recall.query_profile import QueryProfile, RuntimeState, build_query_profile
+from memories.recall.routing import LAYERS, Route, route
+from memories.stm.items import StmItem
+from memories.stm.keys import Owner
+from memories.stm.store import now_seconds, stm_store
+from memories.vocabulary import Vocabulary, default_vocabulary
+from memoryproject.errors import Invalid, StoreUnavailable
+from profiles.models import Tenant
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+SESSION_PROBE = 20  # newest items of the session read for runtime state
+TASK_PROBE = 30
+ENTITY_PROBE = 10
+MAX_ENTITIES = 8
+LTM_DEPTH_FACTOR = 2  # long-term hits asked per requested item
+RELEVANT_RAW_SCORE = 0.25  # a short-term item below this raw relevance does not count as found
+_layers = ThreadPoolExecutor(max_workers=16, thread_name_prefix="recall")
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    user_id: str
+    session_id: str
+    query: str
+    task_id: str = ""
+    project: str = ""
+    workspace: str = ""
+    budget_tokens: int | None = None
+    k: int | None = None
+    layers: tuple[str, ...] = ()
+    explain: bool = False
+
+
+@dataclass
+class RecallResult:
+    recall_id: str
+    blocks: ContextBlocks
+    items: list[MemoryCandidate]
+    injection_text: str
+    token_estimate: int
+    budget_tokens: int
+    degraded: list[str]
+    language: str
+    shortened: list[str] = field(default_factory=list)  # items shown by their summary
+    explain: dict[str, Any] | None = None
+
+
+@dataclass
+class _Trace:
+    """What happened, layer by layer, for `explain` and the logs."""
+
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    degraded: list[str] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def timed(self, layer: str, started: float) -> None:
+        elapsed = (time.perf_counter() - started) * 1000
+        self.latency_ms[layer] = round(self.latency_ms.get(layer, 0.0) + elapsed, 2)
+
+    def fail(self, layer: str, why: str) -> None:
+        if layer not in self.degraded:
+            self.degraded.append(layer)
+        self.notes.append(f"{layer}: {why}")
+        logger.warning("recall skipped %s: %s", layer, why)
+
+
+def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
+    """Everything an agent should know before its next turn, within the token budget."""
+    unknown = set(request.layers) - set(LAYERS)
+    if unknown:
+        raise Invalid(
+            f"layers must be among {', '.join(LAYERS)}.", fields={"layers": sorted(unknown)}
+        )
+    trace = _Trace()
+    started = time.perf_counter()
+
+    # 1. Layer 1 from the cache; the tenant document is needed for the word lists and policy.
+    tenant_cached, user_cached = _read_cache(tenant, request.user_id, trace)
+    tenant_doc = _tenant_document(tenant, tenant_cached, trace)
+    user_doc = user_cached.document
+    vocabulary = _vocabulary(tuple(tuple(entry) for entry in tenant_doc["vocabulary"]))
+    policy = tenant_doc["policy"]
+    if user_doc is None or not user_cached.fresh:
+        # The owner of the user's short-term memory is only known from Layer 1.
+        user_doc = _user_document(tenant, request.user_id, user_cached, trace) or user_doc
+    owner = (
+        Owner(tenant.pk, user_doc["end_user_id"]) if user_doc and user_doc.get("exists") else None
+    )
+
+    # 2. Runtime state from Redis (ids and entities only), then the query profile and route.
+    probe = _probe(owner, request, vocabulary, policy, trace)
+    profile = build_query_profile(
+        query=request.query,
+        vocabulary=vocabulary,
+        runtime=RuntimeState(
+            active_task_id=request.task_id or probe.task_id,
+            session_recent=probe.session_recent,
+            session_entities=probe.session_entities,
+            known_entities=probe.known_entities,
+            profile_cache_missing=tenant_cached.document is None or user_cached.document is None,
+            profile_cache_stale=not (tenant_cached.fresh and user_cached.fresh)
+            and tenant_cached.document is not None
+            and user_cached.document is not None,
+        ),
+    )
+    decided = route(profile, forced_layers=request.layers)
+    k = request.k or policy["default_k"]
+
+    # 3. Ask the layers: long-term memory in the background, Layer 1 and Redis meanwhile.
+    ltm_future = _start_ltm(tenant, request, profile, decided, k) if decided.ltm else None
+    if decided.postgres and user_cached.fresh and tenant_cached.fresh:
+        # Exact values were asked for: read them from PostgreSQL, not the cache.
+        tenant_doc = _tenant_document(tenant, None, trace) or tenant_doc
+        user_doc = _user_document(tenant, request.user_id, None, trace) or user_doc
+    blocks = compose_blocks(
+        tenant_doc=tenant_doc,
+        user_doc=user_doc or {},
+        project=request.project,
+        workspace=request.workspace,
+    )
+    if request.project and blocks.project != request.project:
+        trace.notes.append(f"project {request.project!r} is unknown; no project filter applied")
+
+    terms = query_terms(request.query)
+    stm_candidates: list[MemoryCandidate] = []
+    if decided.redis and owner is not None and "redis" not in trace.degraded:
+        items = _fetch_items(owner, probe, profile, trace)
+        stm_candidates = [
+            stm_candidate(
+                item,
+                terms=terms,
+                entities=profile.entities,
+                task_id=profile.active_task_id,
+                session_id=request.session_id,
+            )
+            for item in items
+        ]
+    elif decided.redis and "redis" not in trace.degraded:
+        trace.notes.append("redis: the user has no short-term memory yet")
+    if decided.redis:
+        # Layer 3 is the second step when Layer 2 comes back short (or could not answer).
+        relevant = [c for c in stm_candidates if c.raw_relevance > RELEVANT_RAW_SCORE]
+        if len(relevant) < policy["redis_sufficient_count"]:
+            profile.redis_result_insufficient = True
+            second = route(profile, forced_layers=request.layers)
+            if second.ltm and not decided.ltm:
+                decided.ltm = True
+                decided.reasons["ltm"] = second.reasons["ltm"]
+                ltm_future = _start_ltm(tenant, request, profile, decided, k)
+
+    ltm_candidates: list[MemoryCandidate] = []
+    if ltm_future is not None:
+        found = _ltm_result(ltm_future, trace)
+        if found is not None:
+            ltm_candidates = [ltm_candidate(hit) for hit in found.hits]
+
+    # 4. One pool: de-duplicate, apply domain authority, re-score, keep the top k.
+    pooled, dropped = deduplicate([*stm_candidates, *ltm_candidates])
+    trace.dropped.extend(dropped)
+    pooled, dropped = apply_authority(pooled, authoritative=blocks.authoritative)
+    trace.dropped.extend(dropped)
+    rescore(pooled, weights=_weights(policy), now=now_seconds())
+    weak = [c for c in pooled if c.relevance < policy["min_relevance"]]
+    for candidate in weak:
+        trace.dropped.append(
+            Dropped(
+                candidate.memory_id, candidate.source, f"weak match ({candidate.relevance:.2f})"
+            )
+        )
+    pooled = [c for c in pooled if c.relevance >= policy["min_relevance"]]
+    for candidate in pooled[k:]:
+        trace.dropped.append(Dropped(candidate.memory_id, candidate.source, f"below top {k}"))
+    chosen = pooled[:k]
+
+    # 5. Fit to the budget and render in the user's language.
+    budget = request.budget_tokens or policy["default_budget_tokens"]
+    language = _language(blocks, profile)
+    injection = fit_and_render(
+        blocks=blocks,
+        candidates=chosen,
+        budget_tokens=budget,
+        language=language,
+        task_id=profile.active_task_id if any(c.source == "redis" for c in chosen) else "",
+    )
+    for memory_id in injection.dropped:
+        source = next(c.source for c in chosen if c.memory_id == memory_id)
+        trace.dropped.append(Dropped(memory_id, source, "over the token budget"))
+
+    recall_id = f"rcl_{uuid.uuid4().hex[:20]}"
+    _record(tenant, request, recall_id, owner, injection.items, trace)
+    trace.latency_ms["total"] = round((time.perf_counter() - started) * 1000, 2)
+    return RecallResult(
+        recall_id=recall_id,
+        blocks=blocks,
+        items=injection.items,
+        injection_text=injection.text,
+        token_estimate=injection.token_estimate,
+        budget_tokens=budget,
+        degraded=trace.degraded,
+        language=language,
+        shortened=injection.shortened,
+        explain=_explain(profile, decided, trace, injection.shortened) if request.explain else None,
+    )
+
+
+# --- Layer 1 ---------------------------------------------------------------------------------
+def _read_cache(tenant: Tenant, user_id: str, trace: _Trace) -> tuple[Cached, Cached]:
+    started = time.perf_counter()
+    try:
+        return _within("redis", lambda: context_cache().read(tenant_id=tenant.pk, user_id=user_id))
+    except (StoreUnavailable, FutureTimeout) as exc:
+        trace.fail("redis", _why(exc))
+        empty = Cached(document=None, generation=0, fresh=False)
+        return empty, empty
+    finally:
+        trace.timed("redis", started)
+
+
+def _tenant_document(tenant: Tenant, cached: Cached | None, trace: _Trace) -> dict[str, Any]:
+    """The tenant document: the cached one when fresh, else rebuilt from PostgreSQL."""
+    if cached is not None and cached.fresh and cached.document is not None:
+        return cached.document
+    started = time.perf_counter()
+    try:
+        document = tenant_context_document(tenant=tenant)
+    except DatabaseError as exc:
+        trace.fail("postgres", _why(exc))
+        if cached is not None and cached.document is not None:
+            return cached.document
+        return tenant_context_document_fallback(tenant)
+    finally:
+        trace.timed("postgres", started)
+    _cache_write(tenant, "", document, cached.generation if cached else None, trace)
+    return document
+
+
+def _user_document(
+    tenant: Tenant, user_id: str, cached: Cached | None, trace: _Trace
+) -> dict[str, Any] | None:
+    started = time.perf_counter()
+    try:
+        document = user_context_document(tenant=tenant, user_id=user_id)
+    except DatabaseError as exc:
+        trace.fail("postgres", _why(exc))
+        return cached.document if cached is not None else None
+    finally:
+        trace.timed("postgres", started)
+    _cache_write(tenant, user_id, document, cached.generation if cached else None, trace)
+    return document
+
+
+def _cache_write(
+    tenant: Tenant, user_id: str, document: dict[str, Any], generation: int | None, trace: _Trace
+) -> None:
+    """Cache a rebuilt document; without a known generation it is left for the next reader."""
+    if generation is None or "redis" in trace.degraded:
+        return
+    try:
+        context_cache().write(
+            tenant_id=tenant.pk, user_id=user_id, document=document, generation=generation
+        )
+    except StoreUnavailable as exc:
+        trace.fail("redis", _why(exc))
+
+
+def tenant_context_document_fallback(tenant: Tenant) -> dict[str, Any]:
+    """What recall can still use when PostgreSQL cannot be read and nothing is cached."""
+    from memories.recall.context import DOCUMENT_VERSION, _policy_defaults
+
+    return {
+        "v": DOCUMENT_VERSION,
+        "tenant": {"slug": tenant.slug, "name": tenant.name},
+        "projects": [],
+        "workspaces": [],
+        "facts": [],
+        "settings": [],
+        "policy": _policy_defaults(),
+        "vocabulary": [],
+    }
+
+
+@lru_cache(maxsize=256)
+def _vocabulary(entries: tuple[tuple[str, str], ...]) -> Vocabulary:
+    """The default word lists extended with a tenant's entries, compiled once per content."""
+    return default_vocabulary().extended(entries) if entries else default_vocabulary()
+
+
+def _weights(policy: dict[str, Any]) -> Weights:
+    return Weights(
+        recency=policy["recency_weight"],
+        relevance=policy["relevance_weight"],
+        importance=policy["importance_weight"],
+        confidence=policy["confidence_weight"],
+        decay_per_hour=policy["recency_decay_per_hour"],
+    )
+
+
+def _language(blocks: ContextBlocks, profile: QueryProfile) -> str:
+    language = str(blocks.profile.get("language", "")).lower()
+    if language.startswith("zh") or language in ("中文", "chinese"):
+        return "zh"
+    if language.startswith("en") or language == "english":
+        return "en"
+    return profile.language
+
+
+# --- Layer 2 ---------------------------------------------------------------------------------
+@dataclass
+class _Probe:
+    task_id: str = ""
+    session_recent: bool = False
+    session_entities: list[str] = field(default_factory=list)
+    known_entities: list[str] = field(default_factory=list)
+    ids: dict[str, list[str]] = field(default_factory=dict)  # index -> newest ids
+
+
+def _probe(
+    owner: Owner | None,
+    request: RecallRequest,
+    vocabulary: Vocabulary,
+    policy: dict[str, Any],
+    trace: _Trace,
+) -> _Probe:
+    """Runtime state from the indexes: recent session items, task, entities already seen."""
+    probe = _Probe()
+    if owner is None or "redis" in trace.degraded:
+        return probe
+    entities = vocabulary.find_entities(request.query)[:MAX_ENTITIES]
+    indexes = [("session", request.session_id, SESSION_PROBE)]
+    if request.task_id:
+        indexes.append(("task", request.task_id, TASK_PROBE))
+    indexes.extend(("entity", entity, ENTITY_PROBE) for entity in entities)
+    started = time.perf_counter()
+    store = stm_store()
+    try:
+        heads = _within("redis", lambda: store.index_heads(owner=owner, indexes=indexes))
+        session_ids = [item_id for item_id, _ in heads[0]]
+        fields = _within(
+            "redis",
+            lambda: store.fields_many(
+                owner=owner, item_ids=session_ids, fields=("entities", "task_id", "status")
+            ),
+        )
+    except (StoreUnavailable, FutureTimeout) as exc:
+        trace.fail("redis", _why(exc))
+        return probe
+    finally:
+        trace.timed("redis", started)
+    now = now_seconds()
+    newest = heads[0][0][1] if heads[0] else 0.0
+    probe.session_recent = now - newest < policy["session_recent_minutes"] * 60
+    seen: dict[str, str] = {}
+    for values in fields:
+        if values.get("status") != "active":
+            continue
+        if not probe.task_id and values.get("task_id"):
+            probe.task_id = values["task_id"]
+        for entity in values.get("entities", []):
+            seen.setdefault(entity.lower(), entity)
+    probe.session_entities = list(seen.values())
+    entity_heads = heads[len(indexes) - len(entities) :]
+    probe.known_entities = [e for e, rows in zip(entities, entity_heads, strict=True) if rows]
+    probe.ids = {"session": session_ids}
+    if request.task_id:
+        probe.ids["task"] = [item_id for item_id, _ in heads[1]]
+    for entity, rows in zip(entities, entity_heads, strict=True):
+        probe.ids[f"entity:{entity.lower()}"] = [item_id for item_id, _ in rows]
+    return probe
+
+
+def _fetch_items(
+    owner: Owner, probe: _Probe, profile: QueryProfile, trace: _Trace
+) -> list[StmItem]:
+    """Live items of the task, the session and the query's entities (newest first, no repeats)."""
+    wanted: dict[str, None] = {}
+    for name in ("task", "session"):
+        wanted.update(dict.fromkeys(probe.ids.get(name, [])))
+    extra = [
+        ("entity", entity, ENTITY_PROBE)
+        for entity in profile.entities
+        if f"entity:{entity.lower()}" not in probe.ids
+    ][:MAX_ENTITIES]
+    if profile.active_task_id and "task" not in probe.ids:
+        extra.append(("task", profile.active_task_id, TASK_PROBE))
+    for name, ids in probe.ids.items():
+        if name.startswith("entity:"):
+            wanted.update(dict.fromkeys(ids))
+    started = time.perf_counter()
+    store = stm_store()
+    try:
+        if extra:
+            heads = _within("redis", lambda: store.index_heads(owner=owner, indexes=extra))
+            for rows in heads:
+                wanted.update(dict.fromkeys(item_id for item_id, _ in rows))
+        items = _within("redis", lambda: store.get_many(owner=owner, item_ids=list(wanted)))
+    except (StoreUnavailable, FutureTimeout) as exc:
+        trace.fail("redis", _why(exc))
+        return []
+    finally:
+        trace.timed("redis", started)
+    now = now_seconds()
+    return [item for item in items if item.is_live(now) and item.tenant_id == owner.tenant_id]
+
+
+# --- Layer 3 ---------------------------------------------------------------------------------
+def _start_ltm(
+    tenant: Tenant, request: RecallRequest, profile: QueryProfile, decided: Route, k: int
+) -> tuple[Future[LtmSearchResult], float]:
+    def search() -> LtmSearchResult:
+        return ltm_search(
+            tenant=tenant,
+            query=request.query,
+            mode=decided.ltm_mode,
+            k=k * LTM_DEPTH_FACTOR,
+            user_id=request.user_id,
+            project=request.project or None,
+        )
+
+    return _layers.submit(search), time.perf_counter()
+
+
+def _ltm_result(
+    started: tuple[Future[LtmSearchResult], float], trace: _Trace
+) -> LtmSearchResult | None:
+    future, began = started
+    remaining = settings.RECALL_LTM_TIMEOUT_SECONDS - (time.perf_counter() - began)
+    try:
+        result = future.result(timeout=max(0.0, remaining))
+    except FutureTimeout:
+        trace.fail("ltm", f"slower than {settings.RECALL_LTM_TIMEOUT_SECONDS:.2f}s")
+        return None
+    except StoreUnavailable as exc:
+        trace.fail("ltm", _why(exc))
+        return None
+    finally:
+        trace.timed("ltm", began)
+    for branch in result.failed_branches:
+        trace.fail(f"ltm.{branch}", "branch failed or was too slow")
+    return result
+
+
+# --- side effects ----------------------------------------------------------------------------
+def _record(
+    tenant: Tenant,
+    request: RecallRequest,
+    recall_id: str,
+    owner: Owner | None,
+    items: Sequence[MemoryCandidate],
+    trace: _Trace,
+) -> None:
+    """Queue the access updates and the transcript event; applied in batches by a task."""
+    record = {
+        "recall_id": recall_id,
+        "tenant_id": tenant.pk,
+        "user_id": request.user_id,
+        "end_user_id": owner.end_user_id if owner else None,
+        "session_id": request.session_id,
+        "task_id": request.task_id,
+        "at": time.time(),
+        "stm": [c.memory_id for c in items if c.source == "redis"],
+        "ltm": [c.memory_id for c in items if c.source == "ltm"],
+        "degraded": list(trace.degraded),
+    }
+    from memories.recall.effects import recall_effects_schedule
+
+    recall_effects_schedule(record=record, trace_failure=lambda why: trace.fail("redis", why))
+
+
+# --- helpers ---------------------------------------------------------------------------------
+def _within(layer: str, call: Callable[[], T]) -> T:
+    """Run a store call with the layer's time budget (FutureTimeout when it is exceeded)."""
+    timeout = {
+        "redis": settings.RECALL_REDIS_TIMEOUT_SECONDS,
+    }[layer]
+    return _layers.submit(call).result(timeout=timeout)
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, FutureTimeout):
+        return "exceeded its time budget"
+    return str(exc) or exc.__class__.__name__
+
+
+def _explain(
+    profile: QueryProfile, decided: Route, trace: _Trace, shortened: list[str]
+) -> dict[str, Any]:
+    return {
+        "query_profile": profile.as_dict(),
+        "routing": {
+            layer: {"asked": decided.asks(layer), "reasons": decided.reasons.get(layer, [])}
+            for layer in LAYERS
+        }
+        | {"ltm_mode": decided.ltm_mode, "forced": decided.forced},
+        "dropped": [
+            {"memory_id": d.memory_id, "source": d.source, "reason": d.reason}
+            for d in trace.dropped
+        ],
+        "shortened": shortened,
+        "latency_ms": trace.latency_ms,
+        "notes": trace.notes,
+    }
