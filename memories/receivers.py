@@ -9,7 +9,7 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
-from memories.models import RecallPolicy, VocabularyEntry
+from memories.models import ExtractionCursor, RecallPolicy, VocabularyEntry
 from memories.recall.cache import context_cache
 from memoryproject.errors import StoreUnavailable
 from profiles.models import (
@@ -26,13 +26,37 @@ from profiles.models import (
 from transcripts.signals import events_appended
 
 logger = logging.getLogger(__name__)
+SYSTEM_ONLY = frozenset({"system"})
 
 
 @receiver(events_appended)
-def extract_after_append(sender: Any, *, session_pk: int, **_: Any) -> None:
-    """Queue extraction once new transcript events have committed."""
+def extract_after_append(
+    sender: Any,
+    *,
+    session_pk: int,
+    first_seq: int = 0,
+    last_seq: int = 0,
+    roles: frozenset[str] = frozenset(),
+    **_: Any,
+) -> None:
+    """Queue extraction once new transcript events have committed.
+
+    System events (such as recall records) hold nothing to extract: when the cursor had read
+    everything before them, it is moved past them here instead of running a task.
+    """
     from memories.tasks import stm_extract_task
 
+    if roles and roles <= SYSTEM_ONLY and first_seq:
+        caught_up = ExtractionCursor.objects.filter(
+            session_id=session_pk, extracted_seq=first_seq - 1
+        ).update(extracted_seq=last_seq)
+        if caught_up:
+            return
+        if first_seq == 1:
+            ExtractionCursor.objects.get_or_create(
+                session_id=session_pk, defaults={"extracted_seq": last_seq}
+            )
+            return
     stm_extract_task.delay(session_pk=session_pk)
 
 

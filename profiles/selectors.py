@@ -27,11 +27,20 @@ def api_key_hash(secret: str) -> str:
 
 def api_key_for_secret(*, secret: str) -> ApiKey | None:
     """The active key of an active tenant whose secret this is, or None."""
-    return (
+    from profiles.key_cache import api_key_cache
+
+    key_hash = api_key_hash(secret)
+    cached = api_key_cache().get(key_hash)
+    if cached is not None:
+        return cached
+    api_key = (
         ApiKey.objects.select_related("tenant")
-        .filter(key_hash=api_key_hash(secret), revoked_at__isnull=True, tenant__is_active=True)
+        .filter(key_hash=key_hash, revoked_at__isnull=True, tenant__is_active=True)
         .first()
     )
+    if api_key is not None:
+        api_key_cache().put(api_key)
+    return api_key
 
 
 def tenants_for_staff(*, user: User | AnonymousUser, role: str | None = None) -> QuerySet[Tenant]:

@@ -72,6 +72,10 @@ def api_key_touch(*, api_key: ApiKey) -> None:
     now = timezone.now()
     if api_key.last_used_at and now - api_key.last_used_at < LAST_USED_PRECISION:
         return
+    from profiles.key_cache import api_key_cache
+
+    if not api_key_cache().claim_touch(api_key.pk, seconds=LAST_USED_PRECISION.seconds):
+        return  # another process recorded this minute's use
     ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
     api_key.last_used_at = now
 

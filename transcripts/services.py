@@ -80,12 +80,17 @@ def events_append(
             if replay is not None:
                 return AppendResult(session=session, ids=replay, created=False)
             result, stored_name = _write_segment(session=session, events=events, task_id=task_id)
-            last_seq = result.ids[-1][0]
+            first_seq, last_seq = result.ids[0][0], result.ids[-1][0]
+            roles = frozenset(event.role for event in events)
             # send_robust: a failing receiver (say, the broker is down) must not turn a
             # committed append into an error; the extraction catch-up job covers it later.
             transaction.on_commit(
                 lambda: events_appended.send_robust(
-                    sender=Session, session_pk=session.pk, last_seq=last_seq
+                    sender=Session,
+                    session_pk=session.pk,
+                    first_seq=first_seq,
+                    last_seq=last_seq,
+                    roles=roles,
                 )
             )
             return result

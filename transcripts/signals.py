@@ -2,5 +2,6 @@
 
 from django.dispatch import Signal
 
-# Sent after an append has committed; receivers get `session_pk` and `last_seq`.
+# Sent after an append has committed; receivers get `session_pk`, `first_seq`, `last_seq`
+# and `roles` (the roles of the appended events).
 events_appended = Signal()

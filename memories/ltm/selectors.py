@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 
@@ -21,6 +22,7 @@ from memoryproject.errors import Invalid, NotFound, StoreUnavailable
 from profiles.models import Tenant
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 RRF_K = 60
 MODES = ("lexical", "vector", "hybrid")
@@ -59,6 +61,9 @@ class LtmSearchResult:
     mode: str
     degraded: bool = False  # a branch failed or was too slow; the other one answered
     failed_branches: tuple[str, ...] = ()
+    # Time spent in each store: lexical (Elasticsearch), embed (the query vector), vector
+    # (Milvus), documents (fetching the hits' text from Elasticsearch).
+    timings_ms: dict[str, float] = field(default_factory=dict)
 
 
 def ltm_search(
@@ -89,16 +94,26 @@ def ltm_search(
         statuses=tuple(statuses),
     )
     depth = max(top_n, k)
+    timings: dict[str, float] = {}
     branches: dict[str, Callable[[], list[Hit]]] = {}
     if mode in ("lexical", "hybrid"):
         text = bm25_text(query)
-        branches["lexical"] = lambda: card_search_index().search(
-            text=text, scope=scope, limit=depth
+        branches["lexical"] = _timed(
+            timings,
+            "lexical",
+            lambda: card_search_index().search(text=text, scope=scope, limit=depth),
         )
     if mode in ("vector", "hybrid"):
-        branches["vector"] = lambda: vector_index().nearest(
-            vector=query_vector(query).tolist(), scope=scope, limit=depth
-        )
+
+        def nearest() -> list[Hit]:
+            vector = _timed(timings, "embed", lambda: query_vector(query).tolist())()
+            return _timed(
+                timings,
+                "vector",
+                lambda: vector_index().nearest(vector=vector, scope=scope, limit=depth),
+            )()
+
+        branches["vector"] = nearest
     answers, failed = _run_branches(branches)
     if not answers:
         raise StoreUnavailable(f"Long-term search failed in every branch: {', '.join(failed)}.")
@@ -111,7 +126,9 @@ def ltm_search(
             setattr(entry, f"{name}_rank", rank)
             setattr(entry, f"{name}_score", hit.score)
     ranked = sorted(fused.values(), key=lambda h: h.score, reverse=True)
-    documents, degraded_docs = _documents(tenant, [h.memory_id for h in ranked[: k * 2]])
+    documents, degraded_docs = _timed(
+        timings, "documents", lambda: _documents(tenant, [h.memory_id for h in ranked[: k * 2]])
+    )()
     hits: list[LtmHit] = []
     for fused_hit in ranked:
         if fused_hit.memory_id not in documents:
@@ -122,8 +139,25 @@ def ltm_search(
             break
     failed_all = (*failed, *degraded_docs)
     return LtmSearchResult(
-        hits=hits, mode=mode, degraded=bool(failed_all), failed_branches=failed_all
+        hits=hits,
+        mode=mode,
+        degraded=bool(failed_all),
+        failed_branches=failed_all,
+        timings_ms=dict(timings),
     )
+
+
+def _timed(timings: dict[str, float], name: str, call: Callable[[], T]) -> Callable[[], T]:
+    """`call`, recording how long it took under `name` (branches run in other threads)."""
+
+    def run() -> T:
+        started = time.perf_counter()
+        try:
+            return call()
+        finally:
+            timings[name] = round((time.perf_counter() - started) * 1000, 2)
+
+    return run
 
 
 def _run_branches(

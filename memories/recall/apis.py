@@ -105,4 +105,9 @@ class RecallApi(APIView):
                 explain=data["explain"],
             ),
         )
-        return Response(recall_view(result))
+        response = Response(recall_view(result))
+        # Where the time went, for dashboards and benchmarks (W3C Server-Timing).
+        response["Server-Timing"] = ", ".join(
+            f"{name};dur={ms}" for name, ms in result.latency_ms.items()
+        )
+        return response

@@ -18,7 +18,7 @@ from django.conf import settings
 from redis.exceptions import RedisError
 
 from memories.stm import keys
-from memories.stm.redis_client import redis_connection
+from memories.stm.redis_client import recall_redis_connection, redis_connection
 from memoryproject.errors import StoreUnavailable
 
 
@@ -136,6 +136,12 @@ class RedisRecallLog:
 @cache
 def context_cache() -> RedisContextCache:
     return RedisContextCache(redis_connection())
+
+
+@cache
+def recall_context_cache() -> RedisContextCache:
+    """The cache as recall reads it, on the connection with recall's time budget."""
+    return RedisContextCache(recall_redis_connection())
 
 
 @cache

@@ -89,26 +89,40 @@ def fit_and_render(
     short: set[str] = set()
     dropped: list[str] = []
 
-    def render() -> str:
-        return _render(block_lines, items, short, labels, task_id)
+    # Every token lies within one line, so a text's estimate is the sum of its lines': cost
+    # each line once instead of re-counting the whole text after every change.
+    full_cost = {c.memory_id: estimate_tokens(f"- {_one_line(c.text)}") for c in items}
+    short_cost = {c.memory_id: estimate_tokens(f"- {_one_line(c.summary)}") for c in items}
+    block_cost = [estimate_tokens(line) for line, _ in block_lines]
+    header_cost = {name: estimate_tokens(labels[name]) for name in ("profile", "stm", "ltm")}
+    task_cost = estimate_tokens(f"- {labels['task']}: {task_id}") if task_id else 0
 
-    text = render()
+    def total() -> int:
+        cost = sum(block_cost) + (header_cost["profile"] if block_cost else 0)
+        if any(c.source == "redis" for c in items):
+            cost += header_cost["stm"] + task_cost
+        if any(c.source != "redis" for c in items):
+            cost += header_cost["ltm"]
+        return cost + sum(
+            short_cost[c.memory_id] if c.memory_id in short else full_cost[c.memory_id]
+            for c in items
+        )
+
     # Shorten from the lowest-scored up, then drop from the lowest-scored up.
     for candidate in reversed(items):
-        if estimate_tokens(text) <= budget_tokens:
+        if total() <= budget_tokens:
             break
         if candidate.summary != candidate.text:
             short.add(candidate.memory_id)
-            text = render()
-    while items and estimate_tokens(text) > budget_tokens:
+    while items and total() > budget_tokens:
         dropped.append(items.pop().memory_id)
-        text = render()
     lines_dropped = 0
-    while estimate_tokens(text) > budget_tokens and any(optional for _, optional in block_lines):
+    while total() > budget_tokens and any(optional for _, optional in block_lines):
         last_optional = max(i for i, (_, optional) in enumerate(block_lines) if optional)
         block_lines.pop(last_optional)
+        block_cost.pop(last_optional)
         lines_dropped += 1
-        text = render()
+    text = _render(block_lines, items, short, labels, task_id)
     return Injection(
         text=text,
         token_estimate=estimate_tokens(text),
@@ -164,7 +178,10 @@ def _render(
 
 
 def _item_text(candidate: MemoryCandidate, short: set[str]) -> str:
-    text = candidate.summary if candidate.memory_id in short else candidate.text
+    return _one_line(candidate.summary if candidate.memory_id in short else candidate.text)
+
+
+def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 

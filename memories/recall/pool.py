@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from memories.ltm.selectors import LtmHit
@@ -184,7 +185,7 @@ def deduplicate(
     by_key: dict[str, MemoryCandidate] = {}
     by_fingerprint: dict[str, MemoryCandidate] = {}
     by_id: dict[str, MemoryCandidate] = {}
-    shingles: list[tuple[set[str], MemoryCandidate]] = []
+    seen_texts: list[tuple[str, MemoryCandidate]] = []  # normalised core text of each kept
     for candidate in ordered:
         twin, why = None, ""
         if candidate.canonical_fact_key and candidate.canonical_fact_key in by_key:
@@ -195,11 +196,8 @@ def deduplicate(
             ref = next(r for r in candidate.derived_from if r in by_id)
             twin, why = by_id[ref], "promoted_from"
         else:
-            mine = _shingles(candidate.core)
-            for theirs, other in shingles:
-                if _jaccard(mine, theirs) >= NEAR_DUPLICATE_SIMILARITY:
-                    twin, why = other, "near_identical_text"
-                    break
+            twin = _near_identical(normalise_fact(candidate.core), seen_texts)
+            why = "near_identical_text"
         if twin is not None:
             dropped.append(
                 Dropped(
@@ -212,7 +210,7 @@ def deduplicate(
         by_fingerprint[candidate.fingerprint] = candidate
         if candidate.canonical_fact_key:
             by_key[candidate.canonical_fact_key] = candidate
-        shingles.append((_shingles(candidate.core), candidate))
+        seen_texts.append((normalise_fact(candidate.core), candidate))
     return kept, dropped
 
 
@@ -274,12 +272,26 @@ def _short(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _shingles(text: str) -> set[str]:
-    normal = normalise_fact(text)
-    return {normal[i : i + 3] for i in range(max(1, len(normal) - 2))}
+def _near_identical(text: str, kept: list[tuple[str, MemoryCandidate]]) -> MemoryCandidate | None:
+    """A kept candidate whose text shares >= NEAR_DUPLICATE_SIMILARITY of its trigrams."""
+    mine: frozenset[str] | None = None
+    for theirs, other in kept:
+        # Trigram Jaccard >= t needs the shorter text to be at least t of the longer one.
+        short, long = sorted((len(text), len(theirs)))
+        if short < NEAR_DUPLICATE_SIMILARITY * long:
+            continue
+        mine = mine if mine is not None else _shingles(text)
+        if _jaccard(mine, _shingles(theirs)) >= NEAR_DUPLICATE_SIMILARITY:
+            return other
+    return None
 
 
-def _jaccard(a: set[str], b: set[str]) -> float:
+@lru_cache(maxsize=4096)
+def _shingles(normal: str) -> frozenset[str]:
+    return frozenset(normal[i : i + 3] for i in range(max(1, len(normal) - 2)))
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
     return len(a & b) / len(a | b)

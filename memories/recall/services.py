@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from memories.ltm.selectors import LtmSearchResult, ltm_search
-from memories.recall.cache import Cached, context_cache
+from memories.recall.cache import Cached, recall_context_cache
 from memories.recall.compress import fit_and_render
 from memories.recall.context import (
     ContextBlocks,
@@ -43,7 +43,7 @@ from memories.recall.query_profile import QueryProfile, RuntimeState, build_quer
 from memories.recall.routing import LAYERS, Route, route
 from memories.stm.items import StmItem
 from memories.stm.keys import Owner
-from memories.stm.store import now_seconds, stm_store
+from memories.stm.store import now_seconds, recall_stm_store
 from memories.vocabulary import Vocabulary, default_vocabulary
 from memoryproject.errors import Invalid, StoreUnavailable
 from profiles.models import Tenant
@@ -85,6 +85,7 @@ class RecallResult:
     degraded: list[str]
     language: str
     shortened: list[str] = field(default_factory=list)  # items shown by their summary
+    latency_ms: dict[str, float] = field(default_factory=dict)  # per layer and store, and total
     explain: dict[str, Any] | None = None
 
 
@@ -152,10 +153,10 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
 
     # 3. Ask the layers: long-term memory in the background, Layer 1 and Redis meanwhile.
     ltm_future = _start_ltm(tenant, request, profile, decided, k) if decided.ltm else None
-    if decided.postgres and user_cached.fresh and tenant_cached.fresh:
-        # Exact values were asked for: read them from PostgreSQL, not the cache.
-        tenant_doc = _tenant_document(tenant, None, trace) or tenant_doc
-        user_doc = _user_document(tenant, request.user_id, None, trace) or user_doc
+    if decided.postgres and user_cached.fresh:
+        # The user's exact values were asked for: read them from PostgreSQL, not the cache.
+        # (Tenant-wide rows are rebuilt above whenever a change made their cache stale.)
+        user_doc = _user_document(tenant, request.user_id, user_cached, trace) or user_doc
     blocks = compose_blocks(
         tenant_doc=tenant_doc,
         user_doc=user_doc or {},
@@ -243,6 +244,7 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         degraded=trace.degraded,
         language=language,
         shortened=injection.shortened,
+        latency_ms=trace.latency_ms,
         explain=_explain(profile, decided, trace, injection.shortened) if request.explain else None,
     )
 
@@ -251,8 +253,8 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
 def _read_cache(tenant: Tenant, user_id: str, trace: _Trace) -> tuple[Cached, Cached]:
     started = time.perf_counter()
     try:
-        return _within("redis", lambda: context_cache().read(tenant_id=tenant.pk, user_id=user_id))
-    except (StoreUnavailable, FutureTimeout) as exc:
+        return recall_context_cache().read(tenant_id=tenant.pk, user_id=user_id)
+    except StoreUnavailable as exc:
         trace.fail("redis", _why(exc))
         empty = Cached(document=None, generation=0, fresh=False)
         return empty, empty
@@ -300,7 +302,7 @@ def _cache_write(
     if generation is None or "redis" in trace.degraded:
         return
     try:
-        context_cache().write(
+        recall_context_cache().write(
             tenant_id=tenant.pk, user_id=user_id, document=document, generation=generation
         )
     except StoreUnavailable as exc:
@@ -375,17 +377,14 @@ def _probe(
         indexes.append(("task", request.task_id, TASK_PROBE))
     indexes.extend(("entity", entity, ENTITY_PROBE) for entity in entities)
     started = time.perf_counter()
-    store = stm_store()
+    store = recall_stm_store()
     try:
-        heads = _within("redis", lambda: store.index_heads(owner=owner, indexes=indexes))
+        heads = store.index_heads(owner=owner, indexes=indexes)
         session_ids = [item_id for item_id, _ in heads[0]]
-        fields = _within(
-            "redis",
-            lambda: store.fields_many(
-                owner=owner, item_ids=session_ids, fields=("entities", "task_id", "status")
-            ),
+        fields = store.fields_many(
+            owner=owner, item_ids=session_ids, fields=("entities", "task_id", "status")
         )
-    except (StoreUnavailable, FutureTimeout) as exc:
+    except StoreUnavailable as exc:
         trace.fail("redis", _why(exc))
         return probe
     finally:
@@ -430,14 +429,13 @@ def _fetch_items(
         if name.startswith("entity:"):
             wanted.update(dict.fromkeys(ids))
     started = time.perf_counter()
-    store = stm_store()
+    store = recall_stm_store()
     try:
         if extra:
-            heads = _within("redis", lambda: store.index_heads(owner=owner, indexes=extra))
-            for rows in heads:
+            for rows in store.index_heads(owner=owner, indexes=extra):
                 wanted.update(dict.fromkeys(item_id for item_id, _ in rows))
-        items = _within("redis", lambda: store.get_many(owner=owner, item_ids=list(wanted)))
-    except (StoreUnavailable, FutureTimeout) as exc:
+        items = store.get_many(owner=owner, item_ids=list(wanted))
+    except StoreUnavailable as exc:
         trace.fail("redis", _why(exc))
         return []
     finally:
@@ -480,6 +478,8 @@ def _ltm_result(
         trace.timed("ltm", began)
     for branch in result.failed_branches:
         trace.fail(f"ltm.{branch}", "branch failed or was too slow")
+    for store, elapsed in result.timings_ms.items():
+        trace.latency_ms[f"ltm.{store}"] = elapsed
     return result
 
 
@@ -511,14 +511,6 @@ def _record(
 
 
 # --- helpers ---------------------------------------------------------------------------------
-def _within(layer: str, call: Callable[[], T]) -> T:
-    """Run a store call with the layer's time budget (FutureTimeout when it is exceeded)."""
-    timeout = {
-        "redis": settings.RECALL_REDIS_TIMEOUT_SECONDS,
-    }[layer]
-    return _layers.submit(call).result(timeout=timeout)
-
-
 def _why(exc: BaseException) -> str:
     if isinstance(exc, FutureTimeout):
         return "exceeded its time budget"

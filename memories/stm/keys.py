@@ -83,6 +83,16 @@ def recall_log() -> str:
     return f"{_prefix()}:recall:log"
 
 
+def api_key(key_hash: str) -> str:
+    """Cached lookup of an active API key by the SHA-256 of its secret."""
+    return f"{_prefix()}:apikey:{key_hash}"
+
+
+def api_key_touched(api_key_id: int) -> str:
+    """Set while an API key's last use is recorded for the current minute."""
+    return f"{_prefix()}:apikey-used:{api_key_id}"
+
+
 def lock(name: str) -> str:
     return f"{_prefix()}:lock:{name}"
 

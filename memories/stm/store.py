@@ -19,7 +19,7 @@ from redis.exceptions import NoScriptError, RedisError
 from memories.stm import keys
 from memories.stm.items import LIST_FIELDS, Status, StmItem
 from memories.stm.keys import Owner
-from memories.stm.redis_client import redis_connection
+from memories.stm.redis_client import recall_redis_connection, redis_connection
 from memoryproject.errors import StoreUnavailable
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
@@ -350,3 +350,9 @@ def now_seconds() -> float:
 @cache
 def stm_store() -> RedisShortTermStore:
     return RedisShortTermStore(redis_connection())
+
+
+@cache
+def recall_stm_store() -> RedisShortTermStore:
+    """The store for recall's reads, on the connection with recall's time budget."""
+    return RedisShortTermStore(recall_redis_connection())

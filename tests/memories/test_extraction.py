@@ -141,3 +141,32 @@ def test_a_session_erased_during_extraction_ends_as_gone(tenant, owner: APIClien
     monkeypatch.setattr(extraction, "proposals_submit", erase_first)
 
     assert session_extract(session_pk=session.pk) == "gone"
+
+
+@pytest.mark.django_db
+def test_system_events_move_a_caught_up_cursor_without_a_task(
+    owner: APIClient, django_capture_on_commit_callbacks
+) -> None:
+    import redis
+    from celery import current_app
+    from django.conf import settings
+
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    current_app.conf.task_always_eager = False
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            append(owner, [{"role": "system", "content": "recall rcl_1: injected nothing"}])
+        session = Session.objects.get(external_id="s-1")
+        assert ExtractionCursor.objects.get(session=session).extracted_seq == 1
+        assert broker.llen(queue) == 0  # no extraction task was queued
+
+        with django_capture_on_commit_callbacks(execute=True):
+            append(owner, [{"role": "user", "content": "createOrder 还是超时"}])
+        assert broker.llen(queue) == 1  # a user event is extracted as always
+        with django_capture_on_commit_callbacks(execute=True):
+            append(owner, [{"role": "system", "content": "recall rcl_2: injected nothing"}])
+        assert broker.llen(queue) == 2  # the cursor lags behind the user event: a task again
+    finally:
+        current_app.conf.task_always_eager = True
+        broker.delete(queue)

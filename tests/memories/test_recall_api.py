@@ -14,11 +14,13 @@ from rest_framework.test import APIClient
 from memories.ltm.services import CardInput, cards_import, outbox_drain
 from memories.models import LtmCard
 from memories.recall import cache as recall_cache
+from memories.stm import redis_client
 from memories.stm import store as stm_store_module
 from memories.stm.keys import Owner
 from memories.stm.store import stm_store
-from profiles import throttling
+from profiles import key_cache, throttling
 from profiles.models import EndUser
+from profiles.services import fact_set
 from tests.factories import ProjectFactory
 
 RECALL = reverse("memories:recall")
@@ -376,8 +378,12 @@ def _free_port() -> int:
 def _clear_redis_getters() -> None:
     for getter in (
         stm_store_module.stm_store,
+        stm_store_module.recall_stm_store,
+        redis_client.recall_redis_connection,
         recall_cache.context_cache,
+        recall_cache.recall_context_cache,
         recall_cache.recall_log,
+        key_cache.api_key_cache,
         throttling._count_script,
     ):
         getter.cache_clear()
@@ -450,3 +456,40 @@ def test_recall_answers_without_the_vector_server(owner, seeded, settings) -> No
     assert body["explain"]["routing"]["ltm_mode"] == "hybrid"
     ids = [item["memory_id"] for item in body["items"]]
     assert seeded["cards"]["pool-case"] in ids and seeded["stm"]["excluded"] in ids
+
+
+@pytest.mark.django_db
+def test_preferences_and_facts_come_from_postgres(
+    tenant, owner: APIClient, django_capture_on_commit_callbacks
+) -> None:
+    project = ProjectFactory(tenant=tenant, key="payment", default_env="prod-cn")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = owner.patch(
+            reverse("profiles:profile", kwargs={"user_id": "u_42"}),
+            {
+                "preferences": [{"key": "preference.answer_style", "value": "brief_first"}],
+                "roles": [{"project": "payment", "role": "sre", "permission_scope": "admin"}],
+                "facts": [{"key": "config.deploy_window", "value": "22:00-02:00"}],
+            },
+            format="json",
+        )
+        assert response.status_code == 200, response.json()
+        fact_set(
+            tenant=tenant, key="project_metadata.default_env", value="prod-k8s", project=project
+        )
+        fact_set(tenant=tenant, key="config.region", value="cn-north")
+
+    body = recall(owner, query="what are my preferences?")
+
+    assert body["profile_block"]["preferences"] == {"preference.answer_style": "brief_first"}
+    facts = {f["key"]: f["value"] for f in body["constraints_block"]["facts"]}
+    assert facts == {
+        "config.deploy_window": "22:00-02:00",
+        "config.region": "cn-north",
+        "project_metadata.default_env": "prod-k8s",
+    }
+    # A project fact overrides the project's own default environment.
+    assert body["runtime_metadata_block"]["default_env"] == "prod-k8s"
+    assert body["constraints_block"]["permission_scope"] == "admin"
+    assert body["explain"]["routing"]["postgres"]["asked"] is True
+    assert "- preference.answer_style: brief_first" in body["injection_text"]

@@ -5,6 +5,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from profiles.key_cache import api_key_cache
 from profiles.models import ApiKey
 from profiles.services import api_key_create, api_key_revoke
 from transcripts.models import Session
@@ -52,22 +53,40 @@ def test_missing_or_unknown_keys_are_401(header: str) -> None:
 
 
 @pytest.mark.django_db
-def test_a_revoked_key_is_refused_at_once(tenant, client_for) -> None:
+def test_a_revoked_key_is_refused_at_once(
+    tenant, client_for, django_capture_on_commit_callbacks
+) -> None:
     client = client_for(tenant)
     assert client.post(events_url(), BODY, format="json").status_code == 201
+    assert api_key_cache().get(ApiKey.objects.get(tenant=tenant).key_hash) is not None  # cached
 
-    api_key_revoke(api_key=ApiKey.objects.get(tenant=tenant))
+    with django_capture_on_commit_callbacks(execute=True):
+        api_key_revoke(api_key=ApiKey.objects.get(tenant=tenant))
 
     response = client.get(events_url())
     assert response.status_code == 401
 
 
 @pytest.mark.django_db
-def test_keys_of_a_deactivated_tenant_are_refused(tenant, client_for) -> None:
+def test_keys_of_a_deactivated_tenant_are_refused(
+    tenant, client_for, django_capture_on_commit_callbacks
+) -> None:
     client = client_for(tenant)
-    tenant.is_active = False
-    tenant.save()
+    assert client.get(events_url()).status_code == 404  # authenticated (and now cached)
+    with django_capture_on_commit_callbacks(execute=True):
+        tenant.is_active = False
+        tenant.save()
     assert client.get(events_url()).status_code == 401
+
+
+@pytest.mark.django_db
+def test_a_cached_key_authenticates_without_a_query(
+    tenant, client_for, django_assert_num_queries
+) -> None:
+    client = client_for(tenant, ("read",))
+    assert client.get(events_url()).status_code == 404  # cached by the first request
+    with django_assert_num_queries(1):  # the session lookup of the view, nothing for the key
+        assert client.get(events_url()).status_code == 404
 
 
 @pytest.mark.django_db
