@@ -493,3 +493,54 @@ def test_preferences_and_facts_come_from_postgres(
     assert body["constraints_block"]["permission_scope"] == "admin"
     assert body["explain"]["routing"]["postgres"]["asked"] is True
     assert "- preference.answer_style: brief_first" in body["injection_text"]
+
+
+def recall_policy_form(tenant_pk: int, **changes) -> dict:
+    form = {
+        "tenant": tenant_pk,
+        "recency_weight": 0.25,
+        "relevance_weight": 0.45,
+        "importance_weight": 0.25,
+        "confidence_weight": 0.05,
+        "recency_decay_per_hour": 0.03,
+        "min_relevance": 0.3,
+        "default_k": 8,
+        "default_budget_tokens": 800,
+        "redis_sufficient_count": 2,
+        "session_recent_minutes": 30,
+    }
+    form.update(changes)
+    return form
+
+
+@pytest.mark.django_db
+def test_a_tenant_admin_tunes_recall_in_the_admin(
+    tenant, other_tenant, owner: APIClient, seeded, django_capture_on_commit_callbacks
+) -> None:
+    from django.test import Client
+
+    from memories.models import RecallPolicy
+    from tests.factories import MembershipFactory, StaffUserFactory
+
+    staff = StaffUserFactory()
+    MembershipFactory(user=staff, tenant=tenant)
+    admin = Client()
+    admin.force_login(staff)
+    add = reverse("admin:memories_recallpolicy_add")
+    recall(owner, task_id="bug456")  # caches the tenant's context with the default policy
+
+    zero = {name: 0 for name in ("recency", "relevance", "importance", "confidence")}
+    refused = admin.post(
+        add, recall_policy_form(tenant.pk, **{f"{n}_weight": v for n, v in zero.items()})
+    )
+    foreign = admin.post(add, recall_policy_form(other_tenant.pk))
+    with django_capture_on_commit_callbacks(execute=True):
+        saved = admin.post(add, recall_policy_form(tenant.pk, relevance_weight=1.0, default_k=1))
+
+    assert "At least one score weight must be positive" in refused.content.decode()
+    assert "Select a valid choice" in foreign.content.decode()
+    assert saved.status_code == 302
+    assert list(RecallPolicy.objects.values_list("tenant_id", flat=True)) == [tenant.pk]
+    body = recall(owner, task_id="bug456")
+    assert len(body["items"]) == 1
+    assert body["items"][0]["score_parts"]["relevance"] == pytest.approx(1.0, abs=1e-3)
