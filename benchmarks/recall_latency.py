@@ -38,12 +38,14 @@ import time
 import uuid
 from collections import defaultdict
 
+import orjson
 from _setup import ROOT, clear_prefix_keys, django_setup, locomo_turns
 
 ENTITIES = ["createOrder", "payment-service", "prod-k8s", "redis", "线程池", "数据库", "kafka"]
 TYPES = ["fact", "decision", "constraint", "observation"]
 SESSIONS_PER_USER, TASKS_PER_USER = 10, 5
 PORT = 8765
+CLIENT_KEYS = 16
 
 
 def settings_env(run: str) -> dict[str, str]:
@@ -56,9 +58,9 @@ def settings_env(run: str) -> dict[str, str]:
 
 
 # --- loading -----------------------------------------------------------------------------------
-def load(run: str, users: int, items_per_user: int, cards: int, turns: list[str]) -> str:
+def load(run: str, users: int, items_per_user: int, cards: int, turns: list[str]) -> list[str]:
     """Users with profiles and roles in PostgreSQL, short-term items in Redis, cards in both
-    long-term indexes. Returns an API key of the benchmark tenant."""
+    long-term indexes. Returns API keys of the benchmark tenant."""
     import hashlib
 
     import numpy as np
@@ -76,7 +78,11 @@ def load(run: str, users: int, items_per_user: int, cards: int, turns: list[str]
 
     stores_ensure()
     tenant = tenant_create(slug=f"bench-recall-{run}", name="Recall benchmark")
-    _, secret = api_key_create(tenant=tenant, name="bench", scopes=["read", "write"])
+    # One key per client, as separate agents would have (each key has its own rate limit).
+    secrets = [
+        api_key_create(tenant=tenant, name=f"bench {n}", scopes=["read", "write"])[1]
+        for n in range(CLIENT_KEYS)
+    ]
     project = Project.objects.create(
         tenant=tenant, key="payment", name="Payment", default_env="prod-cn"
     )
@@ -190,8 +196,8 @@ def load(run: str, users: int, items_per_user: int, cards: int, turns: list[str]
     vectors.flush()
     print(f"long-term: {cards:,} cards in {time.perf_counter() - started:.0f}s")
     state = ROOT / "var" / f"bench-recall-{run}.json"
-    state.write_text(json.dumps({"secret": secret, "users": users}))
-    return secret
+    state.write_text(json.dumps({"secrets": secrets, "users": users}))
+    return secrets
 
 
 def cleanup(run: str) -> None:
@@ -207,7 +213,7 @@ def cleanup(run: str) -> None:
 
 
 # --- the service -------------------------------------------------------------------------------
-def start_service(run: str, workers: int) -> list[subprocess.Popen]:
+def start_service(run: str, workers: int, threads: int) -> list[subprocess.Popen]:
     env = {**os.environ, **settings_env(run), "SECURE_COOKIES": "0"}
     venv = ROOT / ".venv" / "bin"
     web = subprocess.Popen(
@@ -218,6 +224,11 @@ def start_service(run: str, workers: int) -> list[subprocess.Popen]:
             f"127.0.0.1:{PORT}",
             "--workers",
             str(workers),
+            # Threads give keep-alive connections (sync workers close each one).
+            "--worker-class",
+            "gthread" if threads > 1 else "sync",
+            "--threads",
+            str(threads),
             "--log-level",
             "warning",
         ],
@@ -293,7 +304,9 @@ def ltm_request(rng: random.Random, users: int, turns: list[str]) -> dict:
     return {"user_id": f"u_{n}", "session_id": f"s_{n}_new", "query": query}
 
 
-def fire(secret: str, make, users: int, turns: list[str], clients: int, seconds: float) -> dict:
+def fire(
+    secrets: list[str], make, users: int, turns: list[str], clients: int, seconds: float
+) -> dict:
     results: list[tuple[float, dict[str, float], list[str]]] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -302,6 +315,7 @@ def fire(secret: str, make, users: int, turns: list[str], clients: int, seconds:
     def client(index: int) -> None:
         rng = random.Random(index * 7919 + int(time.time()))
         conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+        secret = secrets[index % len(secrets)]
         headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
         mine = []
         while time.perf_counter() < deadline:
@@ -320,7 +334,7 @@ def fire(secret: str, make, users: int, turns: list[str], clients: int, seconds:
                 if ";dur=" in part:
                     name, value = part.strip().split(";dur=")
                     timing[name] = float(value)
-            mine.append((elapsed, timing, json.loads(payload)["degraded"]))
+            mine.append((elapsed, timing, orjson.loads(payload)["degraded"]))
         with lock:
             results.extend(mine)
 
@@ -393,6 +407,7 @@ def main() -> None:
     parser.add_argument("--cards", type=int, default=100_000)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
+    parser.add_argument("--threads", type=int, default=1, help="threads per gunicorn worker")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--keep", action="store_true", help="leave the data for --reuse")
     parser.add_argument("--reuse", default="", help="the RUN id of data kept by --keep")
@@ -404,16 +419,18 @@ def main() -> None:
     try:
         if args.reuse:
             state = json.loads((ROOT / "var" / f"bench-recall-{run}.json").read_text())
-            secret, users = state["secret"], state["users"]
+            secrets, users = state["secrets"], state["users"]
         else:
-            secret = load(run, args.users, args.items_per_user, args.cards, turns)
+            secrets = load(run, args.users, args.items_per_user, args.cards, turns)
             users = args.users
-        processes = start_service(run, args.workers)
+        processes = start_service(run, args.workers, args.threads)
         try:
-            fire(secret, task_request, users, turns, args.clients, 3)  # warm-up: caches, imports
-            fire(secret, ltm_request, users, turns, args.clients, 3)
-            report("redis+pg", fire(secret, task_request, users, turns, args.clients, args.seconds))
-            report("ltm", fire(secret, ltm_request, users, turns, args.clients, args.seconds))
+            fire(secrets, task_request, users, turns, args.clients, 3)  # warm-up: caches, imports
+            fire(secrets, ltm_request, users, turns, args.clients, 3)
+            report(
+                "redis+pg", fire(secrets, task_request, users, turns, args.clients, args.seconds)
+            )
+            report("ltm", fire(secrets, ltm_request, users, turns, args.clients, args.seconds))
             effects_backlog()
         finally:
             stop_service(processes)

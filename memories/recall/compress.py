@@ -92,7 +92,7 @@ def fit_and_render(
     # Every token lies within one line, so a text's estimate is the sum of its lines': cost
     # each line once instead of re-counting the whole text after every change.
     full_cost = {c.memory_id: estimate_tokens(f"- {_one_line(c.text)}") for c in items}
-    short_cost = {c.memory_id: estimate_tokens(f"- {_one_line(c.summary)}") for c in items}
+    short_cost: dict[str, int] = {}  # filled as items are shortened
     block_cost = [estimate_tokens(line) for line, _ in block_lines]
     header_cost = {name: estimate_tokens(labels[name]) for name in ("profile", "stm", "ltm")}
     task_cost = estimate_tokens(f"- {labels['task']}: {task_id}") if task_id else 0
@@ -114,6 +114,7 @@ def fit_and_render(
             break
         if candidate.summary != candidate.text:
             short.add(candidate.memory_id)
+            short_cost[candidate.memory_id] = estimate_tokens(f"- {_one_line(candidate.summary)}")
     while items and total() > budget_tokens:
         dropped.append(items.pop().memory_id)
     lines_dropped = 0
@@ -122,10 +123,9 @@ def fit_and_render(
         block_lines.pop(last_optional)
         block_cost.pop(last_optional)
         lines_dropped += 1
-    text = _render(block_lines, items, short, labels, task_id)
     return Injection(
-        text=text,
-        token_estimate=estimate_tokens(text),
+        text=_render(block_lines, items, short, labels, task_id),
+        token_estimate=total(),
         items=items,
         shortened=[c.memory_id for c in items if c.memory_id in short],
         dropped=dropped,

@@ -294,7 +294,8 @@ def _shingles(normal: str) -> frozenset[str]:
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared)
 
 
 def _timestamp(value: Any) -> float:

@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 from memories.ltm.services import CardInput, cards_import, outbox_drain
 from memories.models import LtmCard
 from memories.recall import cache as recall_cache
+from memories.recall.compress import estimate_tokens
 from memories.stm import redis_client
 from memories.stm import store as stm_store_module
 from memories.stm.keys import Owner
@@ -262,6 +263,8 @@ def test_the_budget_is_kept_shortening_before_dropping(tenant, owner, seeded) ->
 
     tiny = recall(owner, task_id="bug456", budget_tokens=50)
     assert tiny["token_estimate"] <= 50
+    for body in (roomy, tight, tiny):
+        assert body["token_estimate"] == estimate_tokens(body["injection_text"])
     reasons = [d["reason"] for d in tiny["explain"]["dropped"]]
     assert "over the token budget" in reasons
     assert len(tiny["items"]) < len(tight["items"])
