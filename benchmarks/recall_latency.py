@@ -19,7 +19,7 @@ Card texts are LoCoMo turns; their vectors are the turns' real multilingual-e5-s
 embeddings with a little noise (embedding 100,000 passages on 2 cores would take an hour and
 measure the embedder, not recall).
 
-    .venv/bin/python benchmarks/recall_latency.py      # --seconds 20 --clients 8 --workers 4
+    .venv/bin/python benchmarks/recall_latency.py      # --seconds 30 --clients 8 --workers 3
 """
 
 from __future__ import annotations
@@ -406,7 +406,7 @@ def main() -> None:
     parser.add_argument("--items-per-user", type=int, default=100)
     parser.add_argument("--cards", type=int, default=100_000)
     parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
+    parser.add_argument("--workers", type=int, default=3, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, default=1, help="threads per gunicorn worker")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--keep", action="store_true", help="leave the data for --reuse")

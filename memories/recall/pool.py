@@ -188,6 +188,7 @@ def deduplicate(
     seen_texts: list[tuple[str, MemoryCandidate]] = []  # normalised core text of each kept
     for candidate in ordered:
         twin, why = None, ""
+        normal = normalise_fact(candidate.core)
         if candidate.canonical_fact_key and candidate.canonical_fact_key in by_key:
             twin, why = by_key[candidate.canonical_fact_key], "canonical_fact_key"
         elif candidate.fingerprint in by_fingerprint:
@@ -196,7 +197,7 @@ def deduplicate(
             ref = next(r for r in candidate.derived_from if r in by_id)
             twin, why = by_id[ref], "promoted_from"
         else:
-            twin = _near_identical(normalise_fact(candidate.core), seen_texts)
+            twin = _near_identical(normal, seen_texts)
             why = "near_identical_text"
         if twin is not None:
             dropped.append(
@@ -210,7 +211,7 @@ def deduplicate(
         by_fingerprint[candidate.fingerprint] = candidate
         if candidate.canonical_fact_key:
             by_key[candidate.canonical_fact_key] = candidate
-        seen_texts.append((normalise_fact(candidate.core), candidate))
+        seen_texts.append((normal, candidate))
     return kept, dropped
 
 
