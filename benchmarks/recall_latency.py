@@ -210,6 +210,8 @@ def cleanup(run: str) -> None:
     Tenant.objects.filter(slug=f"bench-recall-{run}").delete()
     clear_prefix_keys()
     (ROOT / "var" / f"bench-recall-{run}.json").unlink(missing_ok=True)
+    for leftover in (ROOT / "var").glob(f"bench-recall-{run}-beat*"):
+        leftover.unlink()
 
 
 # --- the service -------------------------------------------------------------------------------
@@ -256,13 +258,29 @@ def start_service(run: str, workers: int, threads: int) -> list[subprocess.Popen
         stdout=subprocess.DEVNULL,
         stderr=(ROOT / "var" / "bench-recall-worker.log").open("w"),
     )
+    beat = subprocess.Popen(
+        [
+            str(venv / "celery"),
+            "-A",
+            "memoryproject",
+            "beat",
+            "--loglevel",
+            "WARNING",
+            "--schedule",
+            str(ROOT / "var" / f"bench-recall-{run}-beat"),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
             conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=2)
             conn.request("GET", "/healthz")
             if conn.getresponse().status == 200:
-                return [web, worker]
+                return [web, worker, beat]
         except OSError:
             time.sleep(0.3)
     raise SystemExit("the service did not start")

@@ -81,4 +81,9 @@ def recall_effects_apply_task(*, records: list[dict] | None = None) -> str:
     result = recall_effects_apply(records=records)
     if result.more:
         recall_effects_apply_task.delay()
+    elif result.busy:
+        # Another run holds the queue (or died holding it until the lock expires): come back,
+        # so records queued meanwhile are not left for the beat schedule alone.
+        recall_effects_apply_task.apply_async(countdown=10)
+        return "busy"
     return f"applied {result.applied} recalls"

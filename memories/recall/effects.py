@@ -47,7 +47,9 @@ def recall_effects_schedule(
         # The queue is unreachable: hand this record to the task itself, so it is not lost.
         _enqueue(lambda: recall_effects_apply_task.delay(records=[record]), record)
         return
-    if queued == 1:
+    # The first record of an empty queue schedules a run; so does every BATCH-th, so a lost
+    # run (a worker killed meanwhile) stalls the queue for one batch at most, not until beat.
+    if queued == 1 or queued % BATCH == 0:
         countdown = settings.RECALL_EFFECTS_DELAY_SECONDS
         _enqueue(lambda: recall_effects_apply_task.apply_async(countdown=countdown), record)
 
@@ -63,6 +65,7 @@ def _enqueue(send: Callable[[], Any], record: dict[str, Any]) -> None:
 class EffectsResult:
     applied: int
     more: bool
+    busy: bool = False  # another run held the lock
 
 
 def recall_effects_apply(*, records: Sequence[dict[str, Any]] | None = None) -> EffectsResult:
@@ -72,7 +75,7 @@ def recall_effects_apply(*, records: Sequence[dict[str, Any]] | None = None) -> 
         return EffectsResult(applied=len(records), more=False)
     with redis_lock("recall-effects", ttl_seconds=180) as acquired:
         if not acquired:
-            return EffectsResult(applied=0, more=False)
+            return EffectsResult(applied=0, more=False, busy=True)
         batch = recall_log().peek(limit=BATCH)
         if batch:
             _apply(batch)

@@ -547,3 +547,34 @@ def test_a_tenant_admin_tunes_recall_in_the_admin(
     body = recall(owner, task_id="bug456")
     assert len(body["items"]) == 1
     assert body["items"][0]["score_parts"]["relevance"] == pytest.approx(1.0, abs=1e-3)
+
+
+@pytest.mark.django_db
+def test_applying_recall_effects_twice_records_each_recall_once(
+    tenant, owner: APIClient, seeded
+) -> None:
+    from memories.recall.effects import recall_effects_apply
+
+    first = recall(owner, task_id="bug456")
+    second = recall(owner, task_id="bug456", query="下一步做什么？")
+    events_url = reverse("transcripts:events", kwargs={"session_id": "s_1"})
+    records = [
+        {
+            "recall_id": body["recall_id"],
+            "tenant_id": tenant.pk,
+            "user_id": "u_42",
+            "end_user_id": EndUser.objects.get(tenant=tenant, external_id="u_42").pk,
+            "session_id": "s_1",
+            "task_id": "bug456",
+            "at": time.time(),
+            "stm": [i["memory_id"] for i in body["items"] if i["source"] == "redis"],
+            "ltm": [i["memory_id"] for i in body["items"] if i["source"] == "ltm"],
+            "degraded": [],
+        }
+        for body in (first, second)
+    ]
+
+    recall_effects_apply(records=records[1:])  # the second recall's event, delivered again
+
+    ids = [e["id"] for e in owner.get(events_url).json()["events"]]
+    assert ids == [first["recall_id"], second["recall_id"]]
