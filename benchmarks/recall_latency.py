@@ -11,7 +11,10 @@ concurrent clients. Requests are grouped by the layers their routing asked:
   one embeds its query (no embedding cache hit).
 
 It prints p50 / p95 / p99 per group, the share of time per layer (from the Server-Timing
-header the service sends), and for `ltm` the time inside each store. Targets on a 2-core
+header the service sends), and for `ltm` the time inside each store. A Celery worker (at lower
+CPU priority) and beat apply recall's side effects meanwhile, on the same 2 cores; with
+--defer-effects they start only after the load, as if workers ran on other machines, and the
+time they take to catch up is printed. Targets on a 2-core
 machine: `redis+pg` p50 <= 20 ms and p95 <= 50 ms. Everything written is removed afterwards
 unless --keep is given (then --reuse RUN skips loading next time).
 
@@ -239,6 +242,22 @@ def start_service(run: str, workers: int, threads: int) -> list[subprocess.Popen
         stdout=subprocess.DEVNULL,
         stderr=(ROOT / "var" / "bench-recall-web.log").open("w"),  # one access-log line a request
     )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=2)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                return [web]
+        except OSError:
+            time.sleep(0.3)
+    raise SystemExit("the service did not start")
+
+
+def start_workers(run: str) -> list[subprocess.Popen]:
+    """A Celery worker (at lower CPU priority) and beat, as run.sh starts them."""
+    env = {**os.environ, **settings_env(run), "SECURE_COOKIES": "0"}
+    venv = ROOT / ".venv" / "bin"
     worker = subprocess.Popen(
         [
             "nice",  # the worker stands for workers on other machines: it gets spare CPU only
@@ -274,16 +293,7 @@ def start_service(run: str, workers: int, threads: int) -> list[subprocess.Popen
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=2)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                return [web, worker, beat]
-        except OSError:
-            time.sleep(0.3)
-    raise SystemExit("the service did not start")
+    return [worker, beat]
 
 
 def stop_service(processes: list[subprocess.Popen]) -> None:
@@ -427,6 +437,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=3, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, default=1, help="threads per gunicorn worker")
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument(
+        "--defer-effects",
+        action="store_true",
+        help="start the worker only after the load (as if workers ran on other machines)",
+    )
     parser.add_argument("--keep", action="store_true", help="leave the data for --reuse")
     parser.add_argument("--reuse", default="", help="the RUN id of data kept by --keep")
     args = parser.parse_args()
@@ -442,6 +457,8 @@ def main() -> None:
             secrets = load(run, args.users, args.items_per_user, args.cards, turns)
             users = args.users
         processes = start_service(run, args.workers, args.threads)
+        if not args.defer_effects:
+            processes += start_workers(run)
         try:
             fire(secrets, task_request, users, turns, args.clients, 3)  # warm-up: caches, imports
             fire(secrets, ltm_request, users, turns, args.clients, 3)
@@ -449,6 +466,8 @@ def main() -> None:
                 "redis+pg", fire(secrets, task_request, users, turns, args.clients, args.seconds)
             )
             report("ltm", fire(secrets, ltm_request, users, turns, args.clients, args.seconds))
+            if args.defer_effects:
+                processes += start_workers(run)
             effects_backlog()
         finally:
             stop_service(processes)
