@@ -46,7 +46,7 @@ POLICY_FIELDS = (
 )
 
 
-def _policy_defaults() -> dict[str, Any]:
+def policy_defaults() -> dict[str, Any]:
     defaults = RecallPolicy()  # an unsaved row holds every field's default
     return {name: getattr(defaults, name) for name in POLICY_FIELDS}
 
@@ -93,13 +93,25 @@ def tenant_context_document(*, tenant: Tenant) -> dict[str, Any]:
             for s in AgentSetting.objects.filter(tenant=tenant).select_related("project")
         ],
         "policy": (
-            {name: getattr(policy, name) for name in POLICY_FIELDS}
-            if policy
-            else _policy_defaults()
+            {name: getattr(policy, name) for name in POLICY_FIELDS} if policy else policy_defaults()
         ),
         "vocabulary": list(
             VocabularyEntry.objects.filter(tenant=tenant).values_list("kind", "value")
         ),
+    }
+
+
+def empty_tenant_document(*, tenant: Tenant) -> dict[str, Any]:
+    """What recall can still use when PostgreSQL cannot be read and nothing is cached."""
+    return {
+        "v": DOCUMENT_VERSION,
+        "tenant": {"slug": tenant.slug, "name": tenant.name},
+        "projects": [],
+        "workspaces": [],
+        "facts": [],
+        "settings": [],
+        "policy": policy_defaults(),
+        "vocabulary": [],
     }
 
 

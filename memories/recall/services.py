@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError
@@ -25,6 +25,7 @@ from memories.recall.compress import fit_and_render
 from memories.recall.context import (
     ContextBlocks,
     compose_blocks,
+    empty_tenant_document,
     tenant_context_document,
     user_context_document,
 )
@@ -49,7 +50,6 @@ from memoryproject.errors import Invalid, StoreUnavailable
 from profiles.models import Tenant
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 SESSION_PROBE = 20  # newest items of the session read for runtime state
 TASK_PROBE = 30
@@ -57,7 +57,7 @@ ENTITY_PROBE = 10
 MAX_ENTITIES = 8
 LTM_DEPTH_FACTOR = 2  # long-term hits asked per requested item
 RELEVANT_RAW_SCORE = 0.25  # a short-term item below this raw relevance does not count as found
-_layers = ThreadPoolExecutor(max_workers=16, thread_name_prefix="recall")
+_ltm_searches = ThreadPoolExecutor(max_workers=16, thread_name_prefix="recall-ltm")
 
 
 @dataclass(frozen=True)
@@ -273,7 +273,7 @@ def _tenant_document(tenant: Tenant, cached: Cached | None, trace: _Trace) -> di
         trace.fail("postgres", _why(exc))
         if cached is not None and cached.document is not None:
             return cached.document
-        return tenant_context_document_fallback(tenant)
+        return empty_tenant_document(tenant=tenant)
     finally:
         trace.timed("postgres", started)
     _cache_write(tenant, "", document, cached.generation if cached else None, trace)
@@ -307,22 +307,6 @@ def _cache_write(
         )
     except StoreUnavailable as exc:
         trace.fail("redis", _why(exc))
-
-
-def tenant_context_document_fallback(tenant: Tenant) -> dict[str, Any]:
-    """What recall can still use when PostgreSQL cannot be read and nothing is cached."""
-    from memories.recall.context import DOCUMENT_VERSION, _policy_defaults
-
-    return {
-        "v": DOCUMENT_VERSION,
-        "tenant": {"slug": tenant.slug, "name": tenant.name},
-        "projects": [],
-        "workspaces": [],
-        "facts": [],
-        "settings": [],
-        "policy": _policy_defaults(),
-        "vocabulary": [],
-    }
 
 
 @lru_cache(maxsize=256)
@@ -458,7 +442,7 @@ def _start_ltm(
             project=request.project or None,
         )
 
-    return _layers.submit(search), time.perf_counter()
+    return _ltm_searches.submit(search), time.perf_counter()
 
 
 def _ltm_result(
