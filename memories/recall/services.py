@@ -342,6 +342,7 @@ class _Probe:
     session_entities: list[str] = field(default_factory=list)
     known_entities: list[str] = field(default_factory=list)
     ids: dict[str, list[str]] = field(default_factory=dict)  # index -> newest ids
+    items: dict[str, StmItem] = field(default_factory=dict)  # the session's, already read
 
 
 def _probe(
@@ -365,9 +366,9 @@ def _probe(
     try:
         heads = store.index_heads(owner=owner, indexes=indexes)
         session_ids = [item_id for item_id, _ in heads[0]]
-        fields = store.fields_many(
-            owner=owner, item_ids=session_ids, fields=("entities", "task_id", "status")
-        )
+        # Whole items: their entities and task are runtime state, and they are the first
+        # candidates if Layer 2 is asked (so they are not read twice).
+        session_items = store.get_many(owner=owner, item_ids=session_ids)
     except StoreUnavailable as exc:
         trace.fail("redis", _why(exc))
         return probe
@@ -377,12 +378,13 @@ def _probe(
     newest = heads[0][0][1] if heads[0] else 0.0
     probe.session_recent = now - newest < policy["session_recent_minutes"] * 60
     seen: dict[str, str] = {}
-    for values in fields:
-        if values.get("status") != "active":
+    for item in session_items:
+        if not item.is_live(now) or item.tenant_id != owner.tenant_id:
             continue
-        if not probe.task_id and values.get("task_id"):
-            probe.task_id = values["task_id"]
-        for entity in values.get("entities", []):
+        probe.items[item.id] = item
+        if not probe.task_id and item.task_id:
+            probe.task_id = item.task_id
+        for entity in item.entities:
             seen.setdefault(entity.lower(), entity)
     probe.session_entities = list(seen.values())
     entity_heads = heads[len(indexes) - len(entities) :]
@@ -418,14 +420,16 @@ def _fetch_items(
         if extra:
             for rows in store.index_heads(owner=owner, indexes=extra):
                 wanted.update(dict.fromkeys(item_id for item_id, _ in rows))
-        items = store.get_many(owner=owner, item_ids=list(wanted))
+        missing = [item_id for item_id in wanted if item_id not in probe.items]
+        items = store.get_many(owner=owner, item_ids=missing)
     except StoreUnavailable as exc:
         trace.fail("redis", _why(exc))
         return []
     finally:
         trace.timed("redis", started)
     now = now_seconds()
-    return [item for item in items if item.is_live(now) and item.tenant_id == owner.tenant_id]
+    fetched = [i for i in items if i.is_live(now) and i.tenant_id == owner.tenant_id]
+    return [*probe.items.values(), *fetched]
 
 
 # --- Layer 3 ---------------------------------------------------------------------------------

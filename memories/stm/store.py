@@ -17,7 +17,7 @@ import orjson
 from redis.exceptions import NoScriptError, RedisError
 
 from memories.stm import keys
-from memories.stm.items import LIST_FIELDS, Status, StmItem
+from memories.stm.items import Status, StmItem
 from memories.stm.keys import Owner
 from memories.stm.redis_client import recall_redis_connection, redis_connection
 from memoryproject.errors import StoreUnavailable
@@ -232,30 +232,6 @@ class RedisShortTermStore:
         except RedisError as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
         return [[(_text(member), float(score)) for member, score in rows] for rows in replies]
-
-    def fields_many(
-        self, *, owner: Owner, item_ids: Sequence[str], fields: Sequence[str]
-    ) -> list[dict[str, Any]]:
-        """Some fields of several items (list fields decoded); {} for items that are gone."""
-        if not item_ids:
-            return []
-        try:
-            pipe = self._client.pipeline(transaction=False)
-            for item_id in item_ids:
-                pipe.hmget(keys.stm_item(owner, item_id), list(fields))
-            rows = pipe.execute()
-        except RedisError as exc:
-            raise StoreUnavailable(f"Redis: {exc}") from exc
-        found = []
-        for row in rows:
-            values: dict[str, Any] = {}
-            for name, raw in zip(fields, row, strict=True):
-                if raw is None:
-                    continue
-                text = _text(raw)
-                values[name] = (orjson.loads(text) or []) if name in LIST_FIELDS else text
-            found.append(values)
-        return found
 
     def touch(self, *, owner: Owner, recalls: dict[str, int], now: float) -> int:
         """Count recalls of live items and stamp `last_access_at`; returns the items touched."""
