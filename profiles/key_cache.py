@@ -44,6 +44,16 @@ class ApiKeyCache:
         except RedisError:
             logger.warning("API key cache unavailable", exc_info=True)
 
+    def refresh(self, api_key: ApiKey) -> None:
+        """Rewrite a cached entry (say, its last use) only while it is cached: an entry
+        removed because the key was revoked is never brought back."""
+        try:
+            self._client.set(
+                keys.api_key(api_key.key_hash), _document(api_key), xx=True, keepttl=True
+            )
+        except RedisError:
+            logger.warning("API key cache unavailable", exc_info=True)
+
     def claim_touch(self, api_key_id: int, *, seconds: int) -> bool:
         """True for the first caller in `seconds` (who records the use); True without Redis."""
         try:

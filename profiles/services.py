@@ -78,6 +78,7 @@ def api_key_touch(*, api_key: ApiKey) -> None:
         return  # another process recorded this minute's use
     ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
     api_key.last_used_at = now
+    api_key_cache().refresh(api_key)  # other processes then skip the claim for a minute
 
 
 # --- end users and their profiles ----------------------------------------------------------------

@@ -141,3 +141,23 @@ def test_unknown_scopes_are_refused(tenant) -> None:
     with pytest.raises(Invalid):
         api_key_create(tenant=tenant, name="x", scopes=["root"])
     assert ApiKey.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_refreshing_a_cached_key_never_brings_a_removed_one_back(tenant, client_for) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    client = client_for(tenant, ("read",))
+    client.get(events_url())  # cached now
+    api_key = ApiKey.objects.get(tenant=tenant)
+    cache = api_key_cache()
+
+    api_key.last_used_at = timezone.now() - timedelta(hours=1)
+    cache.refresh(api_key)
+    assert cache.get(api_key.key_hash).last_used_at == api_key.last_used_at
+
+    cache.forget([api_key.key_hash])
+    cache.refresh(api_key)
+    assert cache.get(api_key.key_hash) is None
