@@ -84,8 +84,6 @@ def _external_id(end_user_id: int | None) -> str | None:
     return EndUser.objects.filter(pk=end_user_id).values_list("external_id", flat=True).first()
 
 
-@receiver(post_save)
-@receiver(post_delete)
 def invalidate_recall_context(sender: Any, instance: Any, **_: Any) -> None:
     if sender is EndUser:
         _invalidate(instance.tenant_id, (instance.external_id,))
@@ -108,3 +106,13 @@ def _tenant_of(instance: Any) -> int:
             or 0
         )
     return int(instance.tenant_id)
+
+
+# Connected per model, so saves of unrelated rows (transcripts, cards, ...) never call it.
+for _model in (EndUser, StableFact, *USER_ROWS, *TENANT_ROWS):
+    for _signal in (post_save, post_delete):
+        _signal.connect(
+            invalidate_recall_context,
+            sender=_model,
+            dispatch_uid=f"recall-context-{_signal is post_save}-{_model.__name__}",
+        )
