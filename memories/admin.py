@@ -7,7 +7,14 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from memories.models import POLICY_FIELDS, LtmCard, RecallPolicy, VocabularyEntry, WritePolicy
+from memories.models import (
+    POLICY_FIELDS,
+    ForgettingPolicy,
+    LtmCard,
+    RecallPolicy,
+    VocabularyEntry,
+    WritePolicy,
+)
 from memories.write.services import write_policy_publish
 from profiles.admin_scoping import (
     TENANT_FILTER,
@@ -61,6 +68,22 @@ class RecallPolicyAdmin(ScopedModelAdmin):
         "confidence_weight",
         "default_k",
         "default_budget_tokens",
+        "updated_at",
+    )
+    list_filter = (TENANT_FILTER,)
+    list_select_related = ("tenant",)
+
+
+@admin.register(ForgettingPolicy)
+class ForgettingPolicyAdmin(ScopedModelAdmin):
+    """When long-term cards fade and when they are archived."""
+
+    list_display = (
+        "tenant",
+        "decay_after_days",
+        "decay_factor",
+        "archive_after_days",
+        "archive_below_importance",
         "updated_at",
     )
     list_filter = (TENANT_FILTER,)

@@ -207,6 +207,48 @@ class RecallPolicy(models.Model):
             raise ValidationError("At least one score weight must be positive.")
 
 
+class ForgettingPolicy(models.Model):
+    """A tenant's rules for letting long-term cards fade: weight decay, boosts and archiving."""
+
+    tenant = models.OneToOneField(
+        Tenant, on_delete=models.CASCADE, related_name="forgetting_policy"
+    )
+    decay_after_days = models.PositiveIntegerField(
+        default=30, help_text="A card not recalled for this long loses weight at each run."
+    )
+    decay_factor = models.FloatField(
+        default=0.8, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
+    boost_min_accesses = models.PositiveIntegerField(
+        default=5, help_text="A card recalled this often, and recently, gains weight."
+    )
+    boost_factor = models.FloatField(default=1.25, validators=[MinValueValidator(1.0)])
+    min_weight = models.FloatField(default=0.2, validators=[MinValueValidator(0.0)])
+    max_weight = models.FloatField(default=2.0, validators=[MinValueValidator(0.0)])
+    archive_after_days = models.PositiveIntegerField(
+        default=180, help_text="Cards unused for this long may be archived..."
+    )
+    archive_below_importance = models.FloatField(
+        default=0.3,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="...when less important than this...",
+    )
+    archive_max_access_count = models.PositiveIntegerField(
+        default=0, help_text="...and recalled at most this many times."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "forgetting policies"
+
+    def __str__(self) -> str:
+        return f"forgetting policy of {self.tenant}"
+
+    def clean(self) -> None:
+        if self.min_weight > self.max_weight:
+            raise ValidationError("The minimum weight must not exceed the maximum.")
+
+
 class ExtractionCursor(models.Model):
     """How far the extractors have read a session's transcript (its watermark)."""
 
@@ -271,6 +313,9 @@ class LtmCard(models.Model):
     confidence = models.FloatField(default=0.8)
     access_count = models.PositiveIntegerField(default=0)
     last_access_at = models.DateTimeField(null=True, blank=True)
+    # Multiplies the card's recall score; the forgetting job lowers it for cards unused for long
+    # and raises it for cards recalled often.
+    weight = models.FloatField(default=1.0)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)

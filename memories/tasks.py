@@ -87,3 +87,12 @@ def recall_effects_apply_task(*, records: list[dict] | None = None) -> str:
         recall_effects_apply_task.apply_async(countdown=10)
         return "busy"
     return f"applied {result.applied} recalls"
+
+
+@shared_task(acks_late=True, soft_time_limit=600)
+def ltm_forget_task() -> str:
+    """Fade unused long-term cards, boost often recalled ones, archive old unimportant ones."""
+    from memories.ltm.forgetting import ltm_forget
+
+    result = ltm_forget()
+    return f"archived {result.archived}, decayed {result.decayed}, boosted {result.boosted}"

@@ -156,6 +156,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "ltm-outbox-drain": {"task": "memories.tasks.ltm_outbox_drain_task", "schedule": 60.0},
     # Apply queued recall side effects (normally applied a moment after each recall).
     "recall-effects-apply": {"task": "memories.tasks.recall_effects_apply_task", "schedule": 30.0},
+    # Forgetting: fade unused long-term cards, archive old unimportant ones (daily).
+    "ltm-forget": {"task": "memories.tasks.ltm_forget_task", "schedule": 24 * 3600.0},
 }
 
 # --- API ---------------------------------------------------------------------------------------

@@ -42,6 +42,16 @@ def card_for(*, tenant: Tenant, memory_id: str) -> LtmCard:
     return card
 
 
+def card_weights(*, tenant: Tenant, memory_ids: Sequence[str]) -> dict[str, float]:
+    """The ledger's weight of each of these cards that is still active (others are left out:
+    an index may lag behind an archiving or a deletion by one outbox drain)."""
+    return dict(
+        LtmCard.objects.filter(
+            tenant=tenant, memory_id__in=list(memory_ids), status=LtmCard.Status.ACTIVE
+        ).values_list("memory_id", "weight")
+    )
+
+
 @dataclass
 class LtmHit:
     """A fused result with each branch's rank and score, so callers can explain it."""

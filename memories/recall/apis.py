@@ -30,6 +30,7 @@ def item_view(candidate: MemoryCandidate, shortened: bool) -> dict[str, Any]:
         "shortened": shortened,
         "score": candidate.score,
         "score_parts": candidate.parts,
+        "weight": candidate.weight,
         "relevance": round(candidate.relevance, 4),
         "canonical_fact_key": candidate.canonical_fact_key,
         "provenance": candidate.provenance,

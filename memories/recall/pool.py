@@ -66,6 +66,7 @@ class MemoryCandidate:
     raw_relevance: float
     provenance: dict[str, Any] = field(default_factory=dict)
     derived_from: list[str] = field(default_factory=list)  # short-term ids a card came from
+    weight: float = 1.0  # a card's forgetting weight; short-term items keep 1
     relevance: float = 0.0
     score: float = 0.0
     parts: dict[str, float] = field(default_factory=dict)
@@ -240,8 +241,9 @@ def apply_authority(
 
 
 def rescore(candidates: list[MemoryCandidate], *, weights: Weights, now: float) -> None:
-    """final = α·recency + β·relevance + γ·importance + δ·confidence, relevance per source
-    scaled so each source's best is 1 (raw scores of different layers are not comparable)."""
+    """final = (α·recency + β·relevance + γ·importance + δ·confidence) × weight, with relevance
+    scaled so each source's best is 1 (raw scores of different layers are not comparable) and
+    weight the card's forgetting weight (1 for short-term items)."""
     best: dict[str, float] = {}
     for candidate in candidates:
         best[candidate.source] = max(best.get(candidate.source, 0.0), candidate.raw_relevance)
@@ -256,7 +258,7 @@ def rescore(candidates: list[MemoryCandidate], *, weights: Weights, now: float) 
             "confidence": weights.confidence * candidate.confidence,
         }
         candidate.parts = {name: round(value, 4) for name, value in parts.items()}
-        candidate.score = round(sum(parts.values()), 4)
+        candidate.score = round(sum(parts.values()) * candidate.weight, 4)
     candidates.sort(key=lambda c: (-c.score, -c.source_priority, c.memory_id))
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError
 
-from memories.ltm.selectors import LtmSearchResult, ltm_search
+from memories.ltm.selectors import LtmSearchResult, card_weights, ltm_search
 from memories.recall.cache import Cached, recall_context_cache
 from memories.recall.compress import fit_and_render
 from memories.recall.context import (
@@ -197,7 +197,7 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     if ltm_future is not None:
         found = _ltm_result(ltm_future, trace)
         if found is not None:
-            ltm_candidates = [ltm_candidate(hit) for hit in found.hits]
+            ltm_candidates = _weighted(tenant, [ltm_candidate(hit) for hit in found.hits], trace)
 
     # 4. One pool: de-duplicate, apply domain authority, re-score, keep the top k.
     pooled, dropped = deduplicate([*stm_candidates, *ltm_candidates])
@@ -469,6 +469,30 @@ def _ltm_result(
     for store, elapsed in result.timings_ms.items():
         trace.latency_ms[f"ltm.{store}"] = elapsed
     return result
+
+
+def _weighted(
+    tenant: Tenant, candidates: list[MemoryCandidate], trace: _Trace
+) -> list[MemoryCandidate]:
+    """Cards with the ledger's forgetting weight; cards no longer active are left out."""
+    if not candidates:
+        return candidates
+    started = time.perf_counter()
+    try:
+        weights = card_weights(tenant=tenant, memory_ids=[c.memory_id for c in candidates])
+    except DatabaseError as exc:
+        trace.fail("postgres", _why(exc))
+        return candidates
+    finally:
+        trace.timed("postgres", started)
+    kept = []
+    for candidate in candidates:
+        if candidate.memory_id not in weights:
+            trace.dropped.append(Dropped(candidate.memory_id, "ltm", "no longer active"))
+            continue
+        candidate.weight = weights[candidate.memory_id]
+        kept.append(candidate)
+    return kept
 
 
 # --- side effects ----------------------------------------------------------------------------
