@@ -12,7 +12,7 @@ from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 
-from memories.ltm.services import _enqueue_drain
+from memories.ltm.services import outbox_drain_enqueue
 from memories.models import ForgettingPolicy, LtmCard, LtmOutbox
 from profiles.models import Tenant
 
@@ -59,7 +59,7 @@ def _forget_tenant(*, tenant: Tenant, policy: ForgettingPolicy, now: datetime) -
                 "pk", "version"
             )
         )
-        transaction.on_commit(_enqueue_drain)
+        transaction.on_commit(outbox_drain_enqueue)
 
     unused_since = now - timedelta(days=policy.decay_after_days)
     decayed = (

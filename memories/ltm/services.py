@@ -114,7 +114,7 @@ def cards_import(*, tenant: Tenant, cards: Sequence[CardInput]) -> list[tuple[Lt
         card.save()
         LtmOutbox.objects.create(card=card, version=card.version)
         results.append((card, outcome))
-    transaction.on_commit(_enqueue_drain)
+    transaction.on_commit(outbox_drain_enqueue)
     return results
 
 
@@ -128,11 +128,12 @@ def card_delete(*, tenant: Tenant, memory_id: str) -> LtmCard:
     card.version += 1
     card.save(update_fields=["status", "version", "updated_at"])
     LtmOutbox.objects.create(card=card, version=card.version)
-    transaction.on_commit(_enqueue_drain)
+    transaction.on_commit(outbox_drain_enqueue)
     return card
 
 
-def _enqueue_drain() -> None:
+def outbox_drain_enqueue() -> None:
+    """Ask a worker to drain the outbox now (after a commit that added rows to it)."""
     from memories.tasks import ltm_outbox_drain_task
 
     try:
