@@ -67,7 +67,6 @@ class Injection:
     items: list[MemoryCandidate]
     shortened: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
-    block_lines_dropped: int = 0
 
 
 def fit_and_render(
@@ -117,19 +116,16 @@ def fit_and_render(
             short_cost[candidate.memory_id] = estimate_tokens(f"- {_one_line(candidate.summary)}")
     while items and total() > budget_tokens:
         dropped.append(items.pop().memory_id)
-    lines_dropped = 0
     while total() > budget_tokens and any(optional for _, optional in block_lines):
         last_optional = max(i for i, (_, optional) in enumerate(block_lines) if optional)
         block_lines.pop(last_optional)
         block_cost.pop(last_optional)
-        lines_dropped += 1
     return Injection(
         text=_render(block_lines, items, short, labels, task_id),
         token_estimate=total(),
         items=items,
         shortened=[c.memory_id for c in items if c.memory_id in short],
         dropped=dropped,
-        block_lines_dropped=lines_dropped,
     )
 
 

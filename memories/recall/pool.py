@@ -19,7 +19,6 @@ from profiles.domains import AUTHORITATIVE_DOMAINS
 
 SOURCE_PRIORITY = {"redis": 100, "ltm": 50, "history": 10}
 REDIS_DOMAINS = ("task_state", "session_state", "current_decision")
-LTM_SUPPLEMENT_DOMAINS = ("similar_case", "semantic_hint")
 NEAR_DUPLICATE_SIMILARITY = 0.9
 CARD_TEXT_CHARS = 600  # a card's text in the injection before any shortening
 

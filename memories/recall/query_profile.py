@@ -93,13 +93,18 @@ def query_language(text: str) -> str:
 
 
 def build_query_profile(
-    *, query: str, vocabulary: Vocabulary, runtime: RuntimeState
+    *,
+    query: str,
+    vocabulary: Vocabulary,
+    runtime: RuntimeState,
+    entities: Sequence[str] | None = None,
 ) -> QueryProfile:
-    """Turn the query text and the runtime state into a query profile."""
+    """Turn the query text and the runtime state into a query profile; `entities` are the
+    query's own (from the vocabulary) when the caller found them already."""
     matched = {kind: vocabulary.findall(kind, query) for kind in PROFILE_KINDS}
     hit = {kind: bool(words) for kind, words in matched.items()}
 
-    entities = vocabulary.find_entities(query)
+    entities = list(entities) if entities is not None else vocabulary.find_entities(query)
     lowered = query.lower()
     seen = {e.lower() for e in entities}
     for entity in runtime.session_entities:

@@ -133,10 +133,12 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     )
 
     # 2. Runtime state from Redis (ids and entities only), then the query profile and route.
-    probe = _probe(owner, request, vocabulary, policy, trace)
+    query_entities = vocabulary.find_entities(request.query)
+    probe = _probe(owner, request, query_entities[:MAX_ENTITIES], policy, trace)
     profile = build_query_profile(
         query=request.query,
         vocabulary=vocabulary,
+        entities=query_entities,
         runtime=RuntimeState(
             active_task_id=request.task_id or probe.task_id,
             session_recent=probe.session_recent,
@@ -262,44 +264,43 @@ def _read_cache(tenant: Tenant, user_id: str, trace: _Trace) -> tuple[Cached, Ca
         trace.timed("redis", started)
 
 
-def _tenant_document(tenant: Tenant, cached: Cached | None, trace: _Trace) -> dict[str, Any]:
+def _tenant_document(tenant: Tenant, cached: Cached, trace: _Trace) -> dict[str, Any]:
     """The tenant document: the cached one when fresh, else rebuilt from PostgreSQL."""
-    if cached is not None and cached.fresh and cached.document is not None:
+    if cached.fresh and cached.document is not None:
         return cached.document
     started = time.perf_counter()
     try:
         document = tenant_context_document(tenant=tenant)
     except DatabaseError as exc:
         trace.fail("postgres", _why(exc))
-        if cached is not None and cached.document is not None:
-            return cached.document
-        return empty_tenant_document(tenant=tenant)
+        return cached.document or empty_tenant_document(tenant=tenant)
     finally:
         trace.timed("postgres", started)
-    _cache_write(tenant, "", document, cached.generation if cached else None, trace)
+    _cache_write(tenant, "", document, cached.generation, trace)
     return document
 
 
 def _user_document(
-    tenant: Tenant, user_id: str, cached: Cached | None, trace: _Trace
+    tenant: Tenant, user_id: str, cached: Cached, trace: _Trace
 ) -> dict[str, Any] | None:
+    """The user's document, read from PostgreSQL (the cached one if PostgreSQL fails)."""
     started = time.perf_counter()
     try:
         document = user_context_document(tenant=tenant, user_id=user_id)
     except DatabaseError as exc:
         trace.fail("postgres", _why(exc))
-        return cached.document if cached is not None else None
+        return cached.document
     finally:
         trace.timed("postgres", started)
-    _cache_write(tenant, user_id, document, cached.generation if cached else None, trace)
+    _cache_write(tenant, user_id, document, cached.generation, trace)
     return document
 
 
 def _cache_write(
-    tenant: Tenant, user_id: str, document: dict[str, Any], generation: int | None, trace: _Trace
+    tenant: Tenant, user_id: str, document: dict[str, Any], generation: int, trace: _Trace
 ) -> None:
-    """Cache a rebuilt document; without a known generation it is left for the next reader."""
-    if generation is None or "redis" in trace.degraded:
+    """Cache a rebuilt document under the generation read before it was built."""
+    if "redis" in trace.degraded:
         return
     try:
         recall_context_cache().write(
@@ -348,7 +349,7 @@ class _Probe:
 def _probe(
     owner: Owner | None,
     request: RecallRequest,
-    vocabulary: Vocabulary,
+    entities: list[str],
     policy: dict[str, Any],
     trace: _Trace,
 ) -> _Probe:
@@ -356,7 +357,6 @@ def _probe(
     probe = _Probe()
     if owner is None or "redis" in trace.degraded:
         return probe
-    entities = vocabulary.find_entities(request.query)[:MAX_ENTITIES]
     indexes = [("session", request.session_id, SESSION_PROBE)]
     if request.task_id:
         indexes.append(("task", request.task_id, TASK_PROBE))
