@@ -96,3 +96,48 @@ def ltm_forget_task() -> str:
 
     result = ltm_forget()
     return f"archived {result.archived}, decayed {result.decayed}, boosted {result.boosted}"
+
+
+@shared_task(acks_late=True, autoretry_for=(StoreUnavailable,), retry_backoff=True, max_retries=3)
+def promotion_scan_task(*, cursor: int = 0) -> str:
+    """Propose short-term items that meet the promotion triggers; requeues while users remain."""
+    from memories.review.promotion import promotion_scan
+    from memories.stm.locks import redis_lock
+
+    with redis_lock("promotion-scan", ttl_seconds=600) as acquired:
+        if not acquired:
+            return "busy"
+        result = promotion_scan(cursor=cursor)
+    if result.next_cursor:
+        promotion_scan_task.delay(cursor=result.next_cursor)
+    return f"examined {result.examined}, proposed {result.proposed}"
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(StoreUnavailable,),
+    retry_backoff=True,
+    retry_backoff_max=600,
+    max_retries=12,
+    soft_time_limit=1800,
+)
+def erasure_run_task(*, request_id: str) -> str:
+    """Run or resume one approved erasure until every store confirms and verification passes."""
+    from memories.review.erasure import erasure_run
+    from memories.stm.locks import redis_lock
+
+    with redis_lock(f"erasure:{request_id}", ttl_seconds=1800) as acquired:
+        if not acquired:
+            return "busy"
+        return erasure_run(request_id=request_id)
+
+
+@shared_task(acks_late=True, soft_time_limit=60)
+def erasures_resume_task() -> str:
+    """Re-enqueue approved erasures that stopped (a store was down longer than the retries)."""
+    from memories.review.deletion import deletions_to_resume
+
+    stalled = deletions_to_resume()
+    for request_id in stalled:
+        erasure_run_task.delay(request_id=request_id)
+    return f"resumed {len(stalled)}"

@@ -158,6 +158,10 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "recall-effects-apply": {"task": "memories.tasks.recall_effects_apply_task", "schedule": 30.0},
     # Forgetting: fade unused long-term cards, archive old unimportant ones (daily).
     "ltm-forget": {"task": "memories.tasks.ltm_forget_task", "schedule": 24 * 3600.0},
+    # Propose short-term items meeting the promotion triggers for review (hourly).
+    "promotion-scan": {"task": "memories.tasks.promotion_scan_task", "schedule": 3600.0},
+    # Resume approved erasures that stopped while a store was down.
+    "erasures-resume": {"task": "memories.tasks.erasures_resume_task", "schedule": 300.0},
 }
 
 # --- API ---------------------------------------------------------------------------------------

@@ -99,6 +99,7 @@ def profile_document_for(*, tenant: Tenant, external_id: str) -> dict[str, Any]:
         },
         "preferences": [
             {
+                "id": f"pref_{p.pk}",
                 "key": p.key,
                 "value": p.value,
                 "confidence": p.confidence,
@@ -114,6 +115,7 @@ def profile_document_for(*, tenant: Tenant, external_id: str) -> dict[str, Any]:
         ],
         "facts": [
             {
+                "id": f"fact_{f.pk}",
                 "key": f.key,
                 "value": f.value,
                 "scope": f.scope,

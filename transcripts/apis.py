@@ -136,7 +136,7 @@ class SessionEventsApi(APIView):
         output = self.ReplayOutputSerializer(
             {
                 "session_id": session.external_id,
-                "user_id": session.end_user.external_id,
+                "user_id": session.end_user.external_id if session.end_user else "",
                 "task_id": session.task_id,
                 "event_count": session.event_count,
                 "next_after": page.next_after,

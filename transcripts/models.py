@@ -11,7 +11,10 @@ class Session(models.Model):
     """One conversation of an end user; its events are appended as hash-chained segments."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="sessions")
-    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="sessions")
+    # Empty once the end user is erased: the session then holds only tombstoned segments.
+    end_user = models.ForeignKey(
+        EndUser, on_delete=models.SET_NULL, null=True, blank=True, related_name="sessions"
+    )
     external_id = models.CharField(max_length=128, validators=[external_id_validator])
     task_id = models.CharField(max_length=128, blank=True)
     event_count = models.PositiveIntegerField(default=0)
@@ -19,6 +22,7 @@ class Session(models.Model):
     last_event_at = models.DateTimeField(null=True, blank=True)
     # SHA-256 of the newest segment; the next segment records it as its predecessor.
     head_hash = models.CharField(max_length=64, blank=True)
+    erased_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -44,6 +48,9 @@ class Segment(models.Model):
     sha256 = models.CharField(max_length=64)
     prev_sha256 = models.CharField(max_length=64, blank=True)
     size_bytes = models.PositiveIntegerField()
+    # Set when the segment's events were erased: the object at `path` is then a tombstone that
+    # names `sha256` (so the chain still links) and hashes to `tombstone_sha256`.
+    tombstone_sha256 = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -70,6 +70,13 @@ def transcript_verify(*, session: Session) -> VerifyReport:
             problem(segment, "segment object is missing from storage")
             previous_hash = segment.sha256
             continue
+        if segment.tombstone_sha256:
+            for reason in _tombstone_problems(segment, data):
+                problem(segment, reason)
+            if segment.prev_sha256 != previous_hash:
+                problem(segment, "does not link to the previous segment's hash")
+            previous_hash = segment.sha256
+            continue
         # Links are checked against the recorded hashes, so a modified segment is reported
         # once, at itself; a forged record shows up at the next segment's stored header.
         actual_hash = sha256_hex(data)
@@ -99,6 +106,24 @@ def transcript_verify(*, session: Session) -> VerifyReport:
         events_checked=events_checked,
         problems=problems,
     )
+
+
+def _tombstone_problems(segment: Segment, data: bytes) -> list[str]:
+    """A tombstone must hash as recorded and name the erased segment's hash and its link."""
+    if sha256_hex(data) != segment.tombstone_sha256:
+        return ["tombstone does not match its recorded SHA-256 (modified)"]
+    try:
+        header, events = decode_segment(data)
+    except ValueError as exc:
+        return [f"not a readable tombstone ({exc})"]
+    problems = []
+    if not header.get("tombstone") or events:
+        problems.append("a tombstone must hold no events")
+    if header.get("erased_sha256") != segment.sha256:
+        problems.append("tombstone does not name the erased segment's hash")
+    if header.get("prev_sha256") != segment.prev_sha256:
+        problems.append("header's previous hash differs from the recorded one")
+    return problems
 
 
 def events_by_ids(

@@ -11,7 +11,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from memoryproject.errors import Conflict
+from memoryproject.errors import Conflict, Gone
 from profiles.models import Tenant
 from profiles.services import end_user_get_or_create
 from transcripts.models import EventRef, Segment, Session
@@ -114,6 +114,8 @@ def _locked_session(*, tenant: Tenant, session_id: str, user_id: str, task_id: s
         except IntegrityError:  # created concurrently; the lock below waits for that append
             pass
         session = lookup.get(tenant=tenant, external_id=session_id)
+    if session.erased_at is not None or session.end_user is None:
+        raise Gone(f"Session {session_id!r} was erased.")
     if session.end_user.external_id != user_id:
         raise Conflict(
             f"Session {session_id!r} belongs to another user.",
@@ -224,3 +226,44 @@ def _write_segment(
     )
     ids = [(r["seq"], r["id"]) for r in records]
     return AppendResult(session=session, ids=ids, created=True), name
+
+
+def session_erase(*, session: Session, request_id: str) -> dict[str, int]:
+    """Replace every segment of a session by a tombstone and forget its event ids and digests.
+
+    The tombstone keeps the segment's number, range, recorded hash and link, so the chain of
+    the session still verifies; the events themselves are gone. Safe to repeat: tombstoned
+    segments are skipped. Returns counts of segments and events erased.
+    """
+    counts = {"segments": 0, "events": 0}
+    for segment in Segment.objects.filter(session=session, tombstone_sha256="").order_by("number"):
+        now = timezone.now()
+        data = encode_segment(
+            header={
+                "session": session.external_id,
+                "segment": segment.number,
+                "first_seq": segment.first_seq,
+                "last_seq": segment.last_seq,
+                "prev_sha256": segment.prev_sha256,
+                "tombstone": True,
+                "erased_sha256": segment.sha256,
+                "erased_at": now.isoformat(),
+                "deletion_request": request_id,
+            },
+            events=[],
+        )
+        old_path = segment.path
+        new_path = segment_write(name=f"{old_path.rsplit('.', 1)[0]}-erased.jsonl", data=data)
+        with transaction.atomic():
+            Segment.objects.filter(pk=segment.pk).update(
+                path=new_path, tombstone_sha256=sha256_hex(data), size_bytes=len(data)
+            )
+        segment_delete(name=old_path)
+        counts["segments"] += 1
+        counts["events"] += segment.last_seq - segment.first_seq + 1
+    with transaction.atomic():
+        EventRef.objects.filter(session=session).delete()
+        Session.objects.filter(pk=session.pk, erased_at__isnull=True).update(
+            erased_at=timezone.now(), task_id=""
+        )
+    return counts

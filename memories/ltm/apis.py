@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.ltm.selectors import MODES, card_for, ltm_search
-from memories.ltm.services import CardInput, card_delete, cards_import
+from memories.ltm.services import CardInput, cards_import
 from memories.models import LtmCard
 from memoryproject.fields import StrictCharField
 from profiles.auth import request_tenant
@@ -128,10 +128,12 @@ class CardDetailApi(APIView):
     def get(self, request: Request, memory_id: str) -> Response:
         return Response(card_view(card_for(tenant=request_tenant(request), memory_id=memory_id)))
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={202: OpenApiTypes.OBJECT})
     def delete(self, request: Request, memory_id: str) -> Response:
-        card_delete(tenant=request_tenant(request), memory_id=memory_id)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        """Ask to erase the card; it is erased from every store once a reviewer approves."""
+        from memories.review.apis import card_deletion_accepted
+
+        return card_deletion_accepted(request, memory_id)
 
 
 class LtmSearchApi(APIView):

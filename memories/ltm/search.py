@@ -62,6 +62,14 @@ class CardSearchIndex(Protocol):
         self, *, ids: Sequence[str], timeout: float | None = None
     ) -> dict[str, dict[str, Any]]: ...
     def versions(self) -> Iterator[tuple[str, int]]: ...
+    def remove_user(self, *, tenant_id: str, user_id: str) -> int: ...
+    def remove_ids(self, *, ids: Sequence[str]) -> int: ...
+    def ids_where(
+        self, *, tenant_id: str, ids: Sequence[str] = (), user_id: str = ""
+    ) -> list[str]: ...
+    def matching_texts(
+        self, *, tenant_id: str, text: str, limit: int = 10
+    ) -> dict[str, dict[str, Any]]: ...
 
 
 class ElasticsearchCardIndex:
@@ -146,6 +154,76 @@ class ElasticsearchCardIndex:
             for memory_id, version in versions.items()
         ]
         self._bulk(actions)
+
+    def remove_user(self, *, tenant_id: str, user_id: str) -> int:
+        """Delete every card document of one end user, whatever its version; returns count."""
+        try:
+            response = self._client.delete_by_query(
+                index=self.alias,
+                query={
+                    "bool": {
+                        "filter": [
+                            {"term": {"tenant_id": tenant_id}},
+                            {"term": {"user_id": user_id}},
+                        ]
+                    }
+                },
+                refresh=True,
+                conflicts="proceed",
+            )
+        except (ApiError, TransportError) as exc:
+            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        return int(response.get("deleted", 0))
+
+    def remove_ids(self, *, ids: Sequence[str]) -> int:
+        """Delete card documents by memory_id, whatever their version; returns how many."""
+        if not ids:
+            return 0
+        try:
+            response = self._client.delete_by_query(
+                index=self.alias,
+                query={"terms": {"memory_id": list(ids)}},
+                refresh=True,
+                conflicts="proceed",
+            )
+        except (ApiError, TransportError) as exc:
+            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        return int(response.get("deleted", 0))
+
+    def ids_where(self, *, tenant_id: str, ids: Sequence[str] = (), user_id: str = "") -> list[str]:
+        """Ids of the tenant's stored cards among `ids`, or of one user (any status)."""
+        filters: list[dict[str, Any]] = [{"term": {"tenant_id": tenant_id}}]
+        if ids:
+            filters.append({"terms": {"memory_id": list(ids)}})
+        if user_id:
+            filters.append({"term": {"user_id": user_id}})
+        try:
+            response = self._client.search(
+                index=self.alias, query={"bool": {"filter": filters}}, size=10000, source=False
+            )
+        except (ApiError, TransportError) as exc:
+            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        return [hit["_id"] for hit in response["hits"]["hits"]]
+
+    def matching_texts(
+        self, *, tenant_id: str, text: str, limit: int = 10
+    ) -> dict[str, dict[str, Any]]:
+        """The tenant's cards (any status) best matching `text` lexically, with their fields."""
+        try:
+            response = self._client.search(
+                index=self.alias,
+                query={
+                    "bool": {
+                        "must": [{"match": {"bm25_text": text}}],
+                        "filter": [{"term": {"tenant_id": tenant_id}}],
+                    }
+                },
+                size=limit,
+                source_includes=["title", "summary", "content", "user_id"],
+            )
+        except (ApiError, TransportError) as exc:
+            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        return {hit["_id"]: hit["_source"] for hit in response["hits"]["hits"]}
 
     def _bulk(self, actions: list[dict[str, Any]]) -> None:
         if not actions:

@@ -119,6 +119,29 @@ def cards_import(*, tenant: Tenant, cards: Sequence[CardInput]) -> list[tuple[Lt
 
 
 @transaction.atomic
+def card_merge(*, tenant: Tenant, memory_id: str, addition: CardInput) -> LtmCard:
+    """Fold another card's evidence into an existing active card, as its next version."""
+    card = LtmCard.objects.select_for_update().filter(tenant=tenant, memory_id=memory_id).first()
+    if card is None or card.status != LtmCard.Status.ACTIVE:
+        raise NotFound(f"No active card {memory_id!r}.")
+    if addition.summary and addition.summary not in card.text:
+        card.content = "\n".join(part for part in (card.content, addition.summary) if part)
+    card.entities = list(dict.fromkeys([*card.entities, *addition.entities]))
+    card.tags = list(dict.fromkeys([*card.tags, *addition.tags]))
+    refs = {kind: list(ids) for kind, ids in (card.source_refs or {}).items()}
+    for kind, ids in addition.source_refs.items():
+        refs[kind] = list(dict.fromkeys([*refs.get(kind, []), *ids]))
+    card.source_refs = refs
+    card.confidence = max(card.confidence, addition.confidence)
+    card.importance = max(card.importance, addition.importance)
+    card.version += 1
+    card.save()
+    LtmOutbox.objects.create(card=card, version=card.version)
+    transaction.on_commit(outbox_drain_enqueue)
+    return card
+
+
+@transaction.atomic
 def card_delete(*, tenant: Tenant, memory_id: str) -> LtmCard:
     """Mark a card deleted (the ledger keeps the tombstone) and remove it from both indexes."""
     card = LtmCard.objects.select_for_update().filter(tenant=tenant, memory_id=memory_id).first()

@@ -26,6 +26,11 @@ class VectorIndex(Protocol):
     def remove(self, *, ids: Sequence[str]) -> None: ...
     def nearest(self, *, vector: Sequence[float], scope: Scope, limit: int) -> list[Hit]: ...
     def versions(self) -> Iterator[tuple[str, int]]: ...
+    def remove_user(self, *, tenant_id: str, user_id: str) -> int: ...
+    def vectors_of(self, *, ids: Sequence[str]) -> dict[str, list[float]]: ...
+    def ids_where(
+        self, *, tenant_id: str, ids: Sequence[str] = (), user_id: str = ""
+    ) -> list[str]: ...
 
 
 class MilvusVectorIndex:
@@ -146,6 +151,40 @@ class MilvusVectorIndex:
             self._client.delete(self.collection, ids=list(ids))
         except MilvusException as exc:
             raise StoreUnavailable(f"Milvus: {exc}") from exc
+
+    def remove_user(self, *, tenant_id: str, user_id: str) -> int:
+        """Delete every vector of one end user; returns how many were deleted."""
+        expression = f"tenant_id == {_quoted(tenant_id)} and user_id == {_quoted(user_id)}"
+        try:
+            result = self._client.delete(self.collection, filter=expression)
+        except MilvusException as exc:
+            raise StoreUnavailable(f"Milvus: {exc}") from exc
+        return int(result.get("delete_count", 0)) if isinstance(result, dict) else 0
+
+    def vectors_of(self, *, ids: Sequence[str]) -> dict[str, list[float]]:
+        """Stored vectors by memory_id (missing ids are left out)."""
+        if not ids:
+            return {}
+        try:
+            rows = self._client.get(self.collection, ids=list(ids), output_fields=["vector"])
+        except MilvusException as exc:
+            raise StoreUnavailable(f"Milvus: {exc}") from exc
+        return {str(row["id"]): [float(v) for v in row["vector"]] for row in rows}
+
+    def ids_where(self, *, tenant_id: str, ids: Sequence[str] = (), user_id: str = "") -> list[str]:
+        """Ids of stored vectors of the tenant among `ids`, or of one user (any status)."""
+        parts = [f"tenant_id == {_quoted(tenant_id)}"]
+        if ids:
+            parts.append(_in("id", ids))
+        if user_id:
+            parts.append(f"user_id == {_quoted(user_id)}")
+        try:
+            rows = self._client.query(
+                self.collection, filter=" and ".join(parts), output_fields=["id"], limit=16384
+            )
+        except MilvusException as exc:
+            raise StoreUnavailable(f"Milvus: {exc}") from exc
+        return [str(row["id"]) for row in rows]
 
     def flush(self) -> None:
         """Seal what was written (call after a burst of writes)."""

@@ -72,6 +72,18 @@ class RedisContextCache:
         except RedisError as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
 
+    def forget_user(self, *, tenant_id: int, user_id: str) -> int:
+        """Remove an end user's cached document and counter (erasure); returns keys removed."""
+        try:
+            return int(
+                self._client.delete(
+                    keys.context_document(tenant_id, user_id),
+                    keys.context_generation(tenant_id, user_id),
+                )
+            )
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+
     def invalidate(self, *, tenant_id: int, user_ids: Sequence[str] = ()) -> None:
         """Bump the tenant's generation, or only these users' when given."""
         names = [keys.context_generation(tenant_id, u) for u in user_ids] or [

@@ -246,6 +246,44 @@ class RedisShortTermStore:
         return int(touched)
 
     # --- consistency -----------------------------------------------------------------------
+    def owners_page(self, *, cursor: int = 0, count: int = 500) -> tuple[int, list[Owner]]:
+        """One page of the users holding short-term items; a next cursor of 0 means done."""
+        try:
+            cursor, rows = self._client.zscan(keys.stm_expiring(), cursor=cursor, count=count)
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+        return int(cursor), [Owner.from_tag(_text(tag)) for tag, _ in rows]
+
+    def items_of(self, *, owner: Owner, limit: int = 1000) -> list[StmItem]:
+        """A user's newest items (live or not), newest first."""
+        ids = [item_id for item_id, _ in self.ids_by_index(owner=owner, limit=limit)]
+        return self.get_many(owner=owner, item_ids=ids)
+
+    def owner_keys(self, owner: Owner) -> list[str]:
+        """Every key holding something of this user (items, indexes, lookups)."""
+        try:
+            return [
+                _text(name)
+                for name in self._client.scan_iter(match=f"{keys.stm_base(owner)}:*", count=1000)
+            ]
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+
+    def erase_owner(self, *, owner: Owner, batch: int = 1000) -> int:
+        """Remove every key of this user and its expiry registration; returns keys removed.
+
+        Safe to repeat: a second run finds nothing and removes nothing.
+        """
+        removed = 0
+        try:
+            names = self.owner_keys(owner)
+            for start in range(0, len(names), batch):
+                removed += int(self._client.unlink(*names[start : start + batch]))
+            self._client.zrem(keys.stm_expiring(), owner.tag)
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+        return removed
+
     def index_problems(self, owner: Owner) -> list[str]:
         """Every way one user's indexes and lookups disagree with the items; [] when sound."""
         client = self._client

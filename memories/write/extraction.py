@@ -40,7 +40,7 @@ def session_extract(*, session_pk: int) -> str:
         if not acquired:
             raise ExtractionBusy(session_pk)
         session = Session.objects.select_related("tenant", "end_user").filter(pk=session_pk).first()
-        if session is None:
+        if session is None or session.end_user is None:  # deleted, or its user erased
             return "gone"
         cursor, _ = ExtractionCursor.objects.get_or_create(session=session)
         start = cursor.extracted_seq

@@ -81,6 +81,7 @@ def test_patch_changes_everything_at_once_and_keeps_previous_versions(
     assert body["profile"]["display_name"] == "Ada"
     assert body["preferences"] == [
         {
+            "id": f"pref_{history_current_pk(user)}",
             "key": "preference.answer_style",
             "value": "detailed",
             "confidence": 0.9,
@@ -203,3 +204,7 @@ def test_fact_versions_are_kept_per_owner(tenant) -> None:
     rows = StableFact.objects.filter(project=project).order_by("version")
     assert [(f.value, f.version, f.is_current) for f in rows] == [("a", 1, False), ("b", 2, True)]
     assert StableFact.objects.get(scope="tenant", is_current=True).value == "tenant-wide"
+
+
+def history_current_pk(user: EndUser) -> int:
+    return UserPreference.objects.get(end_user=user, is_current=True).pk

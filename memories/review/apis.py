@@ -1,0 +1,141 @@
+"""Agents' API to review state: ask for deletions, follow them, list promotions, export a user."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories.models import DeletionRequest, PromotionRequest, ReviewStatus
+from memories.review.audit import Actor
+from memories.review.deletion import deletion_for, deletion_request
+from memories.review.export import user_export
+from memories.review.promotion import promotions_for
+from memoryproject.fields import StrictCharField
+from profiles.auth import request_tenant
+
+
+def deletion_view(request: DeletionRequest) -> dict[str, Any]:
+    return {
+        "request_id": request.request_id,
+        "kind": request.kind,
+        "target": request.target,
+        "status": request.status,
+        "reason": request.reason,
+        "decision_reason": request.decision_reason,
+        "decided_at": request.decided_at,
+        "completed_at": request.completed_at,
+        "attempts": request.attempts,
+        "last_error": request.last_error,
+        "receipt": request.receipt or None,
+        "receipt_sha256": request.receipt_sha256 or None,
+        "created_at": request.created_at,
+    }
+
+
+class DeletionInputSerializer(serializers.Serializer):
+    reason = StrictCharField(required=False, allow_blank=True, max_length=2000, default="")
+
+
+def _accepted(request: Request, *, kind: str, target: str) -> Response:
+    body = DeletionInputSerializer(data=request.data or {})
+    body.is_valid(raise_exception=True)
+    deletion, _ = deletion_request(
+        tenant=request_tenant(request),
+        kind=kind,
+        target=target,
+        actor=Actor.api_key(request.auth),  # type: ignore[arg-type]  # set by ApiKeyAuthentication
+        reason=body.validated_data["reason"],
+    )
+    return Response(deletion_view(deletion), status=status.HTTP_202_ACCEPTED)
+
+
+class UserForgetApi(APIView):
+    """Ask to erase an end user from every layer (right to erasure); a reviewer approves it."""
+
+    required_scopes = {"POST": "admin"}
+
+    @extend_schema(request=DeletionInputSerializer, responses={202: OpenApiTypes.OBJECT})
+    def post(self, request: Request, user_id: str) -> Response:
+        return _accepted(request, kind=DeletionRequest.Kind.USER, target=user_id)
+
+
+class FactDeleteApi(APIView):
+    """Ask to delete a stable fact (`fact_<n>`) or preference (`pref_<n>`) with its history."""
+
+    required_scopes = {"DELETE": "admin"}
+
+    @extend_schema(request=DeletionInputSerializer, responses={202: OpenApiTypes.OBJECT})
+    def delete(self, request: Request, fact_id: str) -> Response:
+        return _accepted(request, kind=DeletionRequest.Kind.FACT, target=fact_id)
+
+
+def card_deletion_accepted(request: Request, memory_id: str) -> Response:
+    return _accepted(request, kind=DeletionRequest.Kind.CARD, target=memory_id)
+
+
+class DeletionDetailApi(APIView):
+    """A deletion request's status and, once erased and verified, its receipt."""
+
+    required_scopes = {"GET": "read"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, request_id: str) -> Response:
+        return Response(
+            deletion_view(deletion_for(tenant=request_tenant(request), request_id=request_id))
+        )
+
+
+class PromotionListApi(APIView):
+    """The tenant's promotion proposals, newest first, by status."""
+
+    required_scopes = {"GET": "read"}
+
+    class QuerySerializer(serializers.Serializer):
+        status = serializers.ChoiceField(choices=ReviewStatus.choices, required=False)
+        limit = serializers.IntegerField(min_value=1, max_value=500, default=100)
+
+    @extend_schema(parameters=[QuerySerializer], responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        query = self.QuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        wanted = query.validated_data.get("status")
+        promotions = promotions_for(
+            tenant=request_tenant(request),
+            statuses=[wanted] if wanted else [],
+            limit=query.validated_data["limit"],
+        )
+        return Response({"promotions": [_promotion_view(p) for p in promotions]})
+
+
+def _promotion_view(promotion: PromotionRequest) -> dict[str, Any]:
+    return {
+        "request_id": promotion.request_id,
+        "path": promotion.path,
+        "origin": promotion.origin,
+        "user_id": promotion.end_user.external_id if promotion.end_user else None,
+        "memory_type": promotion.memory_type,
+        "proposal": promotion.proposal,
+        "confidence": promotion.confidence,
+        "triggers": promotion.evidence.get("triggers", {}),
+        "status": promotion.status,
+        "decision_reason": promotion.decision_reason,
+        "result_ref": promotion.result_ref or None,
+        "created_at": promotion.created_at,
+        "decided_at": promotion.decided_at,
+    }
+
+
+class UserExportApi(APIView):
+    """Everything held about one end user in every layer, as one JSON document."""
+
+    required_scopes = {"GET": "admin"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, user_id: str) -> Response:
+        return Response(user_export(tenant=request_tenant(request), user_id=user_id))

@@ -1,0 +1,168 @@
+"""The audit trail: append-only, hash-chained events of every change to memory or review state.
+
+Each tenant's events form one chain: an event's SHA-256 covers its own fields and the previous
+event's hash, so editing, removing or reordering any stored row breaks verification there.
+Events are written in the transaction of the change they record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memories.models import AuditEvent
+from profiles.models import ApiKey, Tenant
+
+AUDIT_LOCK_NAMESPACE = 0x4D454D41  # distinguishes our advisory locks from other users'
+
+
+class Action:
+    CREATE = "create"
+    MERGE = "merge"
+    SUPERSEDE = "supersede"
+    PROPOSE = "propose"
+    PROMOTE = "promote"
+    APPROVE = "approve"
+    REJECT = "reject"
+    REQUEST_DELETION = "request_deletion"
+    DELETE = "delete"
+    ERASE = "erase"
+    POLICY_CHANGE = "policy_change"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who made a change: an agent's API key, a staff user, or a background job."""
+
+    type: str
+    name: str
+
+    @classmethod
+    def api_key(cls, key: ApiKey) -> Actor:
+        return cls(AuditEvent.ActorType.API_KEY, f"api_key:{key.pk}:{key.name}")
+
+    @classmethod
+    def staff(cls, user: AbstractBaseUser | AnonymousUser) -> Actor:
+        return cls(AuditEvent.ActorType.STAFF, f"staff:{user.pk}:{user.get_username()}")
+
+    @classmethod
+    def job(cls, name: str) -> Actor:
+        return cls(AuditEvent.ActorType.JOB, f"job:{name}")
+
+
+def state_sha256(state: Any) -> str:
+    """Hash of a state as canonical JSON; '' for no state (before a create, after an erase)."""
+    if state is None:
+        return ""
+    return hashlib.sha256(orjson.dumps(state, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
+
+
+def _event_sha256(fields: Mapping[str, Any]) -> str:
+    return hashlib.sha256(orjson.dumps(dict(fields), option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _chained_fields(event: AuditEvent) -> dict[str, Any]:
+    return {
+        "tenant": event.tenant_id,
+        "seq": event.seq,
+        "action": event.action,
+        "actor_type": event.actor_type,
+        "actor": event.actor,
+        "object_type": event.object_type,
+        "object_id": event.object_id,
+        "end_user_pk": event.end_user_pk,
+        "before": event.before_sha256,
+        "after": event.after_sha256,
+        "reason": event.reason,
+        "details": event.details,
+        "created_at": _timestamp(event.created_at),
+        "prev": event.prev_sha256,
+    }
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def audit_record(
+    *,
+    tenant: Tenant | int,
+    action: str,
+    actor: Actor,
+    object_type: str,
+    object_id: str,
+    before: Any = None,
+    after: Any = None,
+    reason: str = "",
+    end_user_pk: int | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> AuditEvent:
+    """Append one event to the tenant's chain (in the caller's transaction, if any)."""
+    tenant_id = tenant if isinstance(tenant, int) else tenant.pk
+    with transaction.atomic():
+        # Appends of one tenant are serialised until commit, so the chain never forks.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(%s, %s)", [AUDIT_LOCK_NAMESPACE, tenant_id]
+            )
+        last = (
+            AuditEvent.objects.filter(tenant_id=tenant_id)
+            .order_by("-seq")
+            .values_list("seq", "sha256")
+            .first()
+        )
+        event = AuditEvent(
+            tenant_id=tenant_id,
+            seq=(last[0] + 1) if last else 1,
+            action=action,
+            actor_type=actor.type,
+            actor=actor.name[:200],
+            object_type=object_type,
+            object_id=str(object_id)[:200],
+            end_user_pk=end_user_pk,
+            before_sha256=state_sha256(before),
+            after_sha256=state_sha256(after),
+            reason=reason,
+            details=dict(details or {}),
+            created_at=timezone.now(),
+            prev_sha256=last[1] if last else "",
+        )
+        # Round-trip through JSON so the hash covers exactly what PostgreSQL gives back.
+        event.details = orjson.loads(orjson.dumps(event.details, default=str))
+        event.sha256 = _event_sha256(_chained_fields(event))
+        event.save(force_insert=True)
+    return event
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    events: int
+    broken_at: int | None  # seq of the first event that does not verify
+    problem: str
+
+    @property
+    def ok(self) -> bool:
+        return self.broken_at is None
+
+
+def audit_verify(*, tenant: Tenant) -> ChainReport:
+    """Recompute the tenant's chain from the stored rows; names the first event that fails."""
+    previous, expected_seq, count = "", 1, 0
+    for event in AuditEvent.objects.filter(tenant=tenant).order_by("seq").iterator(2000):
+        count += 1
+        if event.seq != expected_seq:
+            return ChainReport(count, event.seq, f"expected event #{expected_seq}")
+        if event.prev_sha256 != previous:
+            return ChainReport(count, event.seq, "does not link to the previous event")
+        if _event_sha256(_chained_fields(event)) != event.sha256:
+            return ChainReport(count, event.seq, "content does not match its hash")
+        previous, expected_seq = event.sha256, expected_seq + 1
+    return ChainReport(count, None, "")

@@ -1,0 +1,565 @@
+"""Promotion: propose short-term items for long-term layers, and apply reviewers' decisions.
+
+Proposing is a scan over short-term memory (a beat job); it never promotes anything itself.
+Path A writes a structured fact to PostgreSQL, path B creates a long-term card; both happen
+only when a reviewer approves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from memories.ltm.services import CardInput, card_merge, cards_import
+from memories.models import LtmCard, PromotionPolicy, PromotionRequest, ReviewStatus
+from memories.review.audit import Action, Actor, audit_record
+from memories.stm.items import StmItem
+from memories.stm.keys import Owner
+from memories.stm.store import now_seconds, stm_store
+from memories.write.candidates import MemoryType
+from memoryproject.errors import Conflict, Invalid, StoreUnavailable
+from profiles.domains import FACT_DOMAINS, PREFERENCE_DOMAINS, key_problem
+from profiles.models import EndUser, Source, StableFact, Tenant, UserPreference
+from profiles.services import fact_set, preference_set
+
+logger = logging.getLogger(__name__)
+
+# Task-local state: what belongs to the task at hand, never to long-term memory.
+TASK_LOCAL_TYPES = (MemoryType.HYPOTHESIS, MemoryType.OBSERVATION)
+TASK_LOCAL_SUBTYPES = ("tool_result", "exclusion", "next_step", "progress")
+NEXT_STEP_WORDS = ("下一步", "接下来", "next step", "next, ", "then check", "待办", "todo")
+
+CARD_TYPE_FOR = {
+    MemoryType.PREFERENCE: LtmCard.Type.PREFERENCE,
+    MemoryType.DECISION: LtmCard.Type.SEMANTIC_FACT,
+    MemoryType.CONSTRAINT: LtmCard.Type.SEMANTIC_FACT,
+    MemoryType.FACT: LtmCard.Type.SEMANTIC_FACT,
+}
+CARD_EDITABLE = ("title", "summary", "content", "memory_type", "entities", "tags")
+
+
+class Trigger:
+    HITS = "hits"
+    CROSS_SESSION = "cross_session"
+    REMEMBER = "remember"
+    STABLE_PROFILE = "stable_profile"
+
+
+@dataclass(frozen=True)
+class TriggerCheck:
+    """Whether an item should be proposed, by which path, and why (or why not)."""
+
+    propose: bool
+    path: str
+    triggers: dict[str, str] = field(default_factory=dict)
+    blocked: str = ""
+
+
+def policy_for(*, tenant: Tenant) -> PromotionPolicy:
+    return PromotionPolicy.objects.filter(tenant=tenant).first() or PromotionPolicy(tenant=tenant)
+
+
+def domain_key_of(item: StmItem) -> str:
+    """The item's Layer 1 key (`preference.answer_style`) if its fact fills one, else ''."""
+    key = item.canonical_fact_key
+    if key and item.fact_value and key_problem(key, domains=FACT_DOMAINS) is None:
+        return key
+    return ""
+
+
+def task_local_reason(item: StmItem) -> str:
+    """Why the item is state of the current task ('' when it is general)."""
+    if item.memory_type in TASK_LOCAL_TYPES:
+        return f"a {item.memory_type} belongs to the task at hand"
+    if item.subtype in TASK_LOCAL_SUBTYPES:
+        return f"a {item.subtype} is task-local"
+    text = item.summary.lower()
+    if any(word in text for word in NEXT_STEP_WORDS):
+        return "a next step of the current task"
+    if item.task_id:
+        task = item.task_id.lower()
+        named = task in text or task in (e.lower() for e in item.entities)
+        if named or item.canonical_fact_key.lower().startswith(f"{task}:"):
+            return f"about task {item.task_id} only"
+    return ""
+
+
+def promotion_triggers(item: StmItem, *, policy: PromotionPolicy, now: float) -> TriggerCheck:
+    """Apply the design's triggers: at least one must fire and no gate may block."""
+    key = domain_key_of(item)
+    path = PromotionRequest.Path.POSTGRES if key else PromotionRequest.Path.LTM
+    triggers: dict[str, str] = {}
+    hits = item.hit_count + item.recall_count
+    if hits >= policy.min_hits:
+        triggers[Trigger.HITS] = (
+            f"written {item.hit_count}× and recalled {item.recall_count}× (≥ {policy.min_hits})"
+        )
+    if len(item.sessions) >= policy.min_sessions:
+        triggers[Trigger.CROSS_SESSION] = (
+            f"seen in {len(item.sessions)} sessions (≥ {policy.min_sessions})"
+        )
+    if item.remember:
+        triggers[Trigger.REMEMBER] = "the user asked to remember it"
+    if key:
+        triggers[Trigger.STABLE_PROFILE] = f"fills the structured key {key}"
+    elif item.memory_type == MemoryType.PREFERENCE:
+        triggers[Trigger.STABLE_PROFILE] = "a long-term preference of the user"
+    age_hours = (now - item.created_at) / 3600
+    blocked = ""
+    if not item.is_live(now):
+        blocked = "no longer active"
+    elif reason := task_local_reason(item):
+        blocked = reason
+    elif item.confidence < policy.min_confidence:
+        blocked = f"confidence {item.confidence:.2f} < {policy.min_confidence:.2f}"
+    elif age_hours < policy.min_age_hours and not item.remember:
+        blocked = f"alive {age_hours:.1f} h < {policy.min_age_hours:g} h"
+    elif not triggers:
+        blocked = "no trigger fired"
+    return TriggerCheck(propose=not blocked, path=path, triggers=triggers, blocked=blocked)
+
+
+def _canonical(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def promotion_fingerprint(*, end_user_pk: int | None, path: str, what: Any) -> str:
+    raw = b"|".join([path.encode(), str(end_user_pk or "").encode(), _canonical(what)])
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _item_fingerprint(item: StmItem, path: str) -> str:
+    if path == PromotionRequest.Path.POSTGRES:
+        return promotion_fingerprint(
+            end_user_pk=item.end_user_id,
+            path=path,
+            what=[item.canonical_fact_key, item.fact_value],
+        )
+    return promotion_fingerprint(end_user_pk=item.end_user_id, path=path, what=item.fingerprint)
+
+
+def _proposal_for(item: StmItem, path: str) -> dict[str, Any]:
+    if path == PromotionRequest.Path.POSTGRES:
+        key = item.canonical_fact_key
+        target = "preference" if key.split(".", 1)[0] in PREFERENCE_DOMAINS else "fact"
+        return {"key": key, "value": item.fact_value, "target": target}
+    text = str(item.detail.get("text") or item.summary)
+    return {
+        "memory_type": CARD_TYPE_FOR.get(item.memory_type, LtmCard.Type.SEMANTIC_FACT),
+        "title": item.summary[:80],
+        "summary": item.summary,
+        "content": text if text != item.summary else "",
+        "entities": list(item.entities),
+        "tags": sorted({*item.tags, "promoted"}),
+        "importance": item.importance,
+        "confidence": item.confidence,
+    }
+
+
+def _evidence_for(item: StmItem, check: TriggerCheck, now: float) -> dict[str, Any]:
+    return {
+        "stm_item_ids": [item.id],
+        "message_ids": item.message_ids,
+        "tool_call_ids": list(item.source.get("tool_call_ids", [])),
+        "sessions": list(item.sessions or [item.session_id]),
+        "triggers": check.triggers,
+        "hits": item.hit_count,
+        "recalls": item.recall_count,
+        "age_hours": round((now - item.created_at) / 3600, 2),
+        "item": {
+            "summary": item.summary,
+            "memory_type": item.memory_type,
+            "subtype": item.subtype,
+            "task_id": item.task_id,
+            "canonical_fact_key": item.canonical_fact_key,
+            "fact_value": item.fact_value,
+            "version": item.version,
+        },
+    }
+
+
+def _current_value(*, end_user: EndUser, key: str, target: str) -> dict[str, Any]:
+    row: UserPreference | StableFact | None
+    if target == "preference":
+        row = UserPreference.objects.filter(end_user=end_user, key=key, is_current=True).first()
+    else:
+        row = StableFact.objects.filter(
+            end_user=end_user, scope=StableFact.Scope.USER, key=key, is_current=True
+        ).first()
+    if row is None:
+        return {"current": None}
+    return {"current": {"value": row.value, "version": row.version, "source": row.source}}
+
+
+def _similar_cards(*, tenant: Tenant, end_user: EndUser, text: str, k: int) -> dict[str, Any]:
+    from memories.ltm.selectors import ltm_search
+
+    try:
+        result = ltm_search(tenant=tenant, query=text, k=k, user_id=end_user.external_id)
+    except StoreUnavailable as exc:
+        return {"similar": [], "unavailable": str(exc)[:200]}
+    return {
+        "similar": [
+            {
+                "memory_id": hit.memory_id,
+                "title": hit.card.get("title", ""),
+                "summary": hit.card.get("summary", ""),
+                "score": round(hit.score, 4),
+            }
+            for hit in result.hits
+        ]
+    }
+
+
+def _has_new_evidence(item: StmItem, rejected: PromotionRequest) -> bool:
+    """A rejected proposal comes back only with messages or sessions it did not have."""
+    old = rejected.evidence
+    return bool(
+        set(item.message_ids) - set(old.get("message_ids", []))
+        or set(item.sessions) - set(old.get("sessions", []))
+    )
+
+
+def _should_skip(item: StmItem, fingerprint: str, tenant: Tenant) -> bool:
+    earlier = list(
+        PromotionRequest.objects.filter(tenant=tenant, fingerprint=fingerprint).order_by(
+            "-created_at"
+        )
+    )
+    if not earlier:
+        return False
+    latest = earlier[0]
+    if latest.status in (ReviewStatus.PENDING, ReviewStatus.APPROVED):
+        return True
+    return not _has_new_evidence(item, latest)
+
+
+def new_request_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+
+
+def promotion_propose(
+    *, tenant: Tenant, item: StmItem, check: TriggerCheck, now: float, origin: str = "scan"
+) -> PromotionRequest | None:
+    """Record a proposal for one item, unless one is pending, approved or was rejected
+    without new evidence since. Returns the new request, if any."""
+    fingerprint = _item_fingerprint(item, check.path)
+    if _should_skip(item, fingerprint, tenant):
+        return None
+    end_user = EndUser.objects.filter(tenant=tenant, pk=item.end_user_id).first()
+    if end_user is None:
+        return None
+    proposal = _proposal_for(item, check.path)
+    policy = policy_for(tenant=tenant)
+    if check.path == PromotionRequest.Path.POSTGRES:
+        existing = _current_value(end_user=end_user, key=proposal["key"], target=proposal["target"])
+        current = existing["current"]
+        if current is not None and current["value"] == proposal["value"]:
+            return None  # PostgreSQL holds it already
+    else:
+        existing = _similar_cards(
+            tenant=tenant, end_user=end_user, text=item.summary, k=policy.similar_cards
+        )
+    request = PromotionRequest(
+        request_id=new_request_id("prm"),
+        tenant=tenant,
+        end_user=end_user,
+        path=check.path,
+        origin=origin,
+        memory_type=item.memory_type,
+        proposal=proposal,
+        evidence=_evidence_for(item, check, now),
+        existing=existing,
+        confidence=item.confidence,
+        fingerprint=fingerprint,
+    )
+    try:
+        with transaction.atomic():
+            request.save()
+            audit_record(
+                tenant=tenant,
+                action=Action.PROPOSE,
+                actor=Actor.job(f"promotion_{origin}"),
+                object_type="promotion_request",
+                object_id=request.request_id,
+                after=proposal,
+                end_user_pk=end_user.pk,
+                details={"path": check.path, "triggers": sorted(check.triggers)},
+            )
+    except IntegrityError:  # proposed concurrently
+        return None
+    return request
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    examined: int
+    proposed: int
+    next_cursor: int  # 0 when the whole of short-term memory was scanned
+
+
+def promotion_scan(
+    *, now: float | None = None, cursor: int = 0, owners: int = 200, tenant: Tenant | None = None
+) -> ScanResult:
+    """Examine the short-term items of up to about `owners` users and propose what qualifies."""
+    now = now if now is not None else now_seconds()
+    store = stm_store()
+    next_cursor, page = store.owners_page(cursor=cursor, count=owners)
+    if tenant is not None:
+        page = [o for o in page if o.tenant_id == tenant.pk]
+    tenants = Tenant.objects.in_bulk({o.tenant_id for o in page})
+    policies = {p.tenant_id: p for p in PromotionPolicy.objects.filter(tenant_id__in=list(tenants))}
+    examined = proposed = 0
+    for owner in page:
+        owner_tenant = tenants.get(owner.tenant_id)
+        if owner_tenant is None or not owner_tenant.is_active:
+            continue
+        policy = policies.get(owner.tenant_id) or PromotionPolicy(tenant=owner_tenant)
+        for item in store.items_of(owner=owner):
+            examined += 1
+            check = promotion_triggers(item, policy=policy, now=now)
+            if check.propose and promotion_propose(
+                tenant=owner_tenant, item=item, check=check, now=now
+            ):
+                proposed += 1
+    return ScanResult(examined=examined, proposed=proposed, next_cursor=next_cursor)
+
+
+def proposals_for_owner(*, owner: Owner, now: float | None = None) -> list[TriggerCheck]:
+    """What the triggers say about each of one user's items (for inspection and tests)."""
+    now = now if now is not None else time.time()
+    tenant = Tenant.objects.get(pk=owner.tenant_id)
+    policy = policy_for(tenant=tenant)
+    return [
+        promotion_triggers(item, policy=policy, now=now)
+        for item in stm_store().items_of(owner=owner)
+    ]
+
+
+# --- reviewers' decisions ---------------------------------------------------------------------
+def _locked_pending(request: PromotionRequest) -> PromotionRequest:
+    locked = (
+        PromotionRequest.objects.select_for_update(of=("self",))
+        .select_related("end_user", "tenant")
+        .get(pk=request.pk)
+    )
+    if locked.status != ReviewStatus.PENDING:
+        raise Conflict(
+            f"Promotion {locked.request_id} was already {locked.status}.", code="already_decided"
+        )
+    return locked
+
+
+def _edited(request: PromotionRequest, edits: Mapping[str, Any] | None) -> dict[str, Any]:
+    proposal = dict(request.proposal)
+    if not edits:
+        return proposal
+    allowed = ("value",) if request.path == PromotionRequest.Path.POSTGRES else CARD_EDITABLE
+    unknown = sorted(set(edits) - set(allowed))
+    if unknown:
+        raise Invalid(
+            "These fields cannot be edited.", fields={name: ["Not editable."] for name in unknown}
+        )
+    proposal.update(edits)
+    if request.path == PromotionRequest.Path.LTM:
+        if not str(proposal.get("summary", "")).strip():
+            raise Invalid("A card needs a summary.", fields={"summary": ["Required."]})
+        if proposal.get("memory_type") not in LtmCard.Type.values:
+            raise Invalid("Unknown card type.", fields={"memory_type": ["Unknown type."]})
+    elif proposal.get("value") in ("", None):
+        raise Invalid("A fact needs a value.", fields={"value": ["Required."]})
+    return proposal
+
+
+def _source_ids(request: PromotionRequest) -> list[str]:
+    evidence = request.evidence
+    return [*evidence.get("stm_item_ids", []), *evidence.get("message_ids", [])]
+
+
+def _apply_path_a(request: PromotionRequest, proposal: dict[str, Any], reviewer: Any) -> str:
+    end_user = request.end_user
+    if end_user is None:
+        raise Conflict("The end user of this proposal no longer exists.", code="user_gone")
+    if proposal["target"] == "preference":
+        pref = preference_set(
+            end_user=end_user,
+            key=proposal["key"],
+            value=proposal["value"],
+            confidence=request.confidence,
+            source=Source.PROMOTION,
+            source_ids=_source_ids(request),
+        )
+        return f"preference:{pref.pk}"
+    fact = fact_set(
+        tenant=request.tenant,
+        key=proposal["key"],
+        value=proposal["value"],
+        end_user=end_user,
+        source=Source.PROMOTION,
+        source_ids=_source_ids(request),
+        approved_by=reviewer,
+    )
+    return f"fact:{fact.pk}"
+
+
+def _card_input(request: PromotionRequest, proposal: dict[str, Any]) -> CardInput:
+    evidence = request.evidence
+    return CardInput(
+        memory_type=proposal["memory_type"],
+        title=proposal.get("title", ""),
+        summary=proposal["summary"],
+        content=proposal.get("content", ""),
+        user_id=request.end_user.external_id if request.end_user else "",
+        entities=list(proposal.get("entities", [])),
+        tags=list(proposal.get("tags", [])),
+        source_type=(
+            LtmCard.SourceType.REFLECTION
+            if request.origin == PromotionRequest.Origin.REFLECTION
+            else LtmCard.SourceType.PROMOTED_FROM_STM
+        ),
+        source_refs={
+            "stm_item_ids": list(evidence.get("stm_item_ids", [])),
+            "message_ids": list(evidence.get("message_ids", [])),
+            "promotion_ids": [request.request_id],
+        },
+        importance=float(proposal.get("importance", 0.5)),
+        confidence=float(proposal.get("confidence", request.confidence)),
+    )
+
+
+def _decide(
+    request: PromotionRequest, *, status: str, reviewer: Any, reason: str, result_ref: str = ""
+) -> None:
+    request.status = status
+    request.decided_by = reviewer
+    request.decided_at = timezone.now()
+    request.decision_reason = reason
+    request.result_ref = result_ref
+    request.save()
+
+
+@transaction.atomic
+def promotion_approve(
+    *,
+    request: PromotionRequest,
+    reviewer: AbstractBaseUser,
+    edits: Mapping[str, Any] | None = None,
+    reason: str = "",
+) -> PromotionRequest:
+    """Apply a proposal (optionally edited): path A writes PostgreSQL, path B creates a card."""
+    request = _locked_pending(request)
+    proposal = _edited(request, edits)
+    before = request.proposal
+    if request.path == PromotionRequest.Path.POSTGRES:
+        result_ref = _apply_path_a(request, proposal, reviewer)
+    else:
+        [(card, _)] = cards_import(tenant=request.tenant, cards=[_card_input(request, proposal)])
+        result_ref = card.memory_id
+    request.proposal = proposal
+    _decide(
+        request,
+        status=ReviewStatus.APPROVED,
+        reviewer=reviewer,
+        reason=reason,
+        result_ref=result_ref,
+    )
+    actor = Actor.staff(reviewer)
+    audit_record(
+        tenant=request.tenant,
+        action=Action.APPROVE,
+        actor=actor,
+        object_type="promotion_request",
+        object_id=request.request_id,
+        before=before,
+        after=proposal,
+        reason=reason,
+        end_user_pk=request.end_user_id,
+        details={"edited": proposal != before},
+    )
+    audit_record(
+        tenant=request.tenant,
+        action=Action.PROMOTE,
+        actor=actor,
+        object_type="preference_or_fact" if request.path == "postgres" else "ltm_card",
+        object_id=result_ref,
+        after=proposal,
+        end_user_pk=request.end_user_id,
+        details={"promotion": request.request_id, "path": request.path},
+    )
+    return request
+
+
+@transaction.atomic
+def promotion_reject(
+    *, request: PromotionRequest, reviewer: AbstractBaseUser, reason: str
+) -> PromotionRequest:
+    """Refuse a proposal; its fingerprint is not proposed again without new evidence."""
+    if not reason.strip():
+        raise Invalid("Say why the proposal is rejected.", fields={"reason": ["Required."]})
+    request = _locked_pending(request)
+    _decide(request, status=ReviewStatus.REJECTED, reviewer=reviewer, reason=reason.strip())
+    audit_record(
+        tenant=request.tenant,
+        action=Action.REJECT,
+        actor=Actor.staff(reviewer),
+        object_type="promotion_request",
+        object_id=request.request_id,
+        before=request.proposal,
+        reason=reason.strip(),
+        end_user_pk=request.end_user_id,
+    )
+    return request
+
+
+@transaction.atomic
+def promotion_merge(
+    *, request: PromotionRequest, reviewer: AbstractBaseUser, memory_id: str, reason: str = ""
+) -> PromotionRequest:
+    """Fold a long-term card proposal into an existing card of the tenant instead."""
+    request = _locked_pending(request)
+    if request.path != PromotionRequest.Path.LTM:
+        raise Invalid("Only long-term card proposals can be merged into a card.")
+    card = card_merge(
+        tenant=request.tenant,
+        memory_id=memory_id,
+        addition=_card_input(request, request.proposal),
+    )
+    _decide(
+        request,
+        status=ReviewStatus.APPROVED,
+        reviewer=reviewer,
+        reason=reason or f"merged into {card.memory_id}",
+        result_ref=card.memory_id,
+    )
+    audit_record(
+        tenant=request.tenant,
+        action=Action.MERGE,
+        actor=Actor.staff(reviewer),
+        object_type="ltm_card",
+        object_id=card.memory_id,
+        after=request.proposal,
+        reason=request.decision_reason,
+        end_user_pk=request.end_user_id,
+        details={"promotion": request.request_id, "version": card.version},
+    )
+    return request
+
+
+def promotions_for(
+    *, tenant: Tenant, statuses: Sequence[str] = (), limit: int = 100
+) -> list[PromotionRequest]:
+    """The tenant's promotion requests, newest first, optionally of some statuses."""
+    queryset = PromotionRequest.objects.filter(tenant=tenant).select_related("end_user")
+    if statuses:
+        queryset = queryset.filter(status__in=statuses)
+    return list(queryset.order_by("-created_at")[:limit])
