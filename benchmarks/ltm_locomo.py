@@ -72,7 +72,7 @@ def main() -> None:
     from memories.ltm.services import CardInput, cards_import, outbox_drain
     from memories.ltm.vectors import vector_index
     from memories.models import LtmCard
-    from profiles.services import tenant_create
+    from profiles.services import tenant_create, tenant_delete
 
     conversations = json.loads(LOCOMO.read_text())
     tenant = tenant_create(slug=f"bench-locomo-{RUN}", name="LoCoMo benchmark")
@@ -159,7 +159,7 @@ def main() -> None:
     finally:
         card_search_index().drop()
         vector_index().drop()
-        tenant.delete()
+        tenant_delete(tenant=tenant)
         clear_prefix_keys()
 
 

@@ -43,7 +43,7 @@ def main() -> None:
     from memories.ltm.text import bm25_text
     from memories.ltm.vectors import MilvusVectorIndex, milvus_client, vector_index
     from memoryproject.errors import StoreUnavailable
-    from profiles.services import tenant_create
+    from profiles.services import tenant_create, tenant_delete
 
     rng = random.Random(7)
     turns = [t["content"] for t in locomo_turns()]
@@ -132,7 +132,7 @@ def main() -> None:
         for index in (search, vectors, hnsw):
             index.drop()
         for tenant in tenants:
-            tenant.delete()
+            tenant_delete(tenant=tenant)
         clear_prefix_keys()
 
 

@@ -207,10 +207,12 @@ def cleanup(run: str) -> None:
     from memories.ltm.search import card_search_index
     from memories.ltm.vectors import vector_index
     from profiles.models import Tenant
+    from profiles.services import tenant_delete
 
     for index in (card_search_index(), vector_index()):
         index.drop()
-    Tenant.objects.filter(slug=f"bench-recall-{run}").delete()
+    for tenant in Tenant.objects.filter(slug=f"bench-recall-{run}"):
+        tenant_delete(tenant=tenant)
     clear_prefix_keys()
     (ROOT / "var" / f"bench-recall-{run}.json").unlink(missing_ok=True)
     for leftover in (ROOT / "var").glob(f"bench-recall-{run}-beat*"):

@@ -114,7 +114,9 @@ def main() -> None:
         )
     if "100" in args.batches.split(","):
         print("target: >= 2000 events/s at batch 100")
-    tenant.delete()  # type: ignore[attr-defined]  # its sessions and metadata go with it
+    from profiles.services import tenant_delete
+
+    tenant_delete(tenant=tenant)  # type: ignore[arg-type]  # its sessions and metadata go with it
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memories.review.audit import Actor
 from memories.stm.items import StmItem
 from memories.stm.selectors import stm_item_for, stm_items_for
 from memories.stm.services import stm_item_delete
@@ -149,7 +150,10 @@ class ProposalSubmitApi(APIView):
             ProposalSerializer().to_candidate(p) for p in serializer.validated_data["proposals"]
         ]
         results = proposals_submit(
-            tenant=request_tenant(request), candidates=candidates, dry_run=dry_run
+            tenant=request_tenant(request),
+            candidates=candidates,
+            dry_run=dry_run,
+            actor=Actor.api_key(request.auth),  # type: ignore[arg-type]
         )
         body = {
             "dry_run": dry_run,
@@ -223,5 +227,9 @@ class MemoryItemApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, item_id: str) -> Response:
-        stm_item_delete(tenant=request_tenant(request), item_id=item_id)
+        stm_item_delete(
+            tenant=request_tenant(request),
+            item_id=item_id,
+            actor=Actor.api_key(request.auth),  # type: ignore[arg-type]
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)

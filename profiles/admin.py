@@ -31,7 +31,7 @@ from profiles.models import (
     UserProjectRole,
     Workspace,
 )
-from profiles.services import api_key_create, api_key_revoke, preference_set
+from profiles.services import api_key_create, api_key_revoke, preference_set, tenant_delete
 
 
 @admin.register(Tenant)
@@ -48,6 +48,13 @@ class TenantAdmin(ScopedModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return request.user.is_superuser
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        tenant_delete(tenant=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for tenant in queryset:
+            tenant_delete(tenant=tenant)
 
 
 @admin.register(TenantMembership)

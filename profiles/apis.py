@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memories.review.audit import Actor
 from memoryproject.fields import JsonObjectField, StrictCharField
 from profiles.auth import request_tenant
 from profiles.domains import FACT_DOMAINS, PREFERENCE_DOMAINS, key_problem
@@ -119,6 +120,7 @@ class UserProfileApi(APIView):
         profile_update(
             tenant=tenant,
             external_id=user_id,
+            actor=Actor.api_key(request.auth),  # type: ignore[arg-type]
             patch=ProfilePatch(
                 profile=data.get("profile", {}),
                 preferences=data.get("preferences", ()),

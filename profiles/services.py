@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, Invalid
@@ -196,7 +196,9 @@ class ProfilePatch:
 
 
 @transaction.atomic
-def profile_update(*, tenant: Tenant, external_id: str, patch: ProfilePatch) -> EndUser:
+def profile_update(
+    *, tenant: Tenant, external_id: str, patch: ProfilePatch, actor: Any = None
+) -> EndUser:
     """Apply a profile patch as one unit: all of it lands or none of it (creates the user)."""
     project_keys = {item["project"] for item in [*patch.roles, *patch.facts] if item.get("project")}
     projects = _projects_by_key(tenant=tenant, keys=project_keys)
@@ -245,7 +247,30 @@ def profile_update(*, tenant: Tenant, external_id: str, patch: ProfilePatch) -> 
             source_ids=item.get("source_ids", ()),
         )
     EndUser.objects.filter(pk=end_user.pk).update(updated_at=timezone.now())
+    _audit_profile_change(tenant, end_user, patch, actor)
     return end_user
+
+
+def _audit_profile_change(
+    tenant: Tenant, end_user: EndUser, patch: ProfilePatch, actor: Any
+) -> None:
+    from memories.review.audit import Action, Actor, audit_record
+
+    audit_record(
+        tenant=tenant,
+        action=Action.UPDATE,
+        actor=actor or Actor.job("profile"),
+        object_type="profile",
+        object_id=end_user.external_id,
+        after=asdict(patch),
+        end_user_pk=end_user.pk,
+        details={
+            "parts": [name for name, value in asdict(patch).items() if value],
+            "keys": sorted(
+                item["key"] for item in [*patch.preferences, *patch.facts] if "key" in item
+            ),
+        },
+    )
 
 
 def _projects_by_key(*, tenant: Tenant, keys: set[str]) -> dict[str, Project]:
@@ -269,3 +294,14 @@ def tenant_create(*, slug: str, name: str) -> Tenant:
     except IntegrityError:
         raise Conflict(f"Tenant {slug!r} exists already.") from None
     return tenant
+
+
+@transaction.atomic
+def tenant_delete(*, tenant: Tenant) -> None:
+    """Remove a tenant and every PostgreSQL row it holds, its audit trail included.
+
+    Audit events refuse deletion unless the transaction says it removes whole tenants.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL memory.audit_purge = 'on'")
+    tenant.delete()

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from memories.ltm.selectors import MODES, card_for, ltm_search
 from memories.ltm.services import CardInput, cards_import
 from memories.models import LtmCard
+from memories.review.audit import Actor
 from memoryproject.fields import StrictCharField
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator, slug_validator
@@ -109,7 +110,11 @@ class CardImportApi(APIView):
             )
             for c in serializer.validated_data["cards"]
         ]
-        results = cards_import(tenant=request_tenant(request), cards=cards)
+        results = cards_import(
+            tenant=request_tenant(request),
+            cards=cards,
+            actor=Actor.api_key(request.auth),  # type: ignore[arg-type]
+        )
         body = {
             "cards": [
                 {"memory_id": card.memory_id, "version": card.version, "outcome": outcome}

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from memories.ltm.services import outbox_drain_enqueue
 from memories.models import ForgettingPolicy, LtmCard, LtmOutbox
+from memories.review.audit import Action, Actor, audit_record
 from profiles.models import Tenant
 
 
@@ -58,6 +59,17 @@ def _forget_tenant(*, tenant: Tenant, policy: ForgettingPolicy, now: datetime) -
             for pk, version in LtmCard.objects.filter(pk__in=to_archive).values_list(
                 "pk", "version"
             )
+        )
+        archived = list(
+            LtmCard.objects.filter(pk__in=to_archive).values_list("memory_id", flat=True)
+        )
+        audit_record(
+            tenant=tenant,
+            action=Action.ARCHIVE,
+            actor=Actor.job("forgetting"),
+            object_type="ltm_card",
+            object_id=",".join(archived)[:200],
+            details={"cards": archived},
         )
         transaction.on_commit(outbox_drain_enqueue)
 

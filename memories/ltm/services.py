@@ -23,6 +23,7 @@ from memories.ltm.search import card_search_index
 from memories.ltm.text import bm25_text
 from memories.ltm.vectors import vector_index
 from memories.models import LtmCard, LtmOutbox
+from memories.review.audit import Action, Actor, audit_record
 from memoryproject.errors import Invalid, NotFound, StoreUnavailable
 from profiles.models import Project, Tenant
 from profiles.services import end_user_get_or_create
@@ -67,7 +68,9 @@ def new_memory_id() -> str:
 
 
 @transaction.atomic
-def cards_import(*, tenant: Tenant, cards: Sequence[CardInput]) -> list[tuple[LtmCard, str]]:
+def cards_import(
+    *, tenant: Tenant, cards: Sequence[CardInput], actor: Actor | None = None
+) -> list[tuple[LtmCard, str]]:
     """Create or update cards as one unit; returns each card with created/updated/unchanged.
 
     A card with the `external_id` of an existing one updates it (a new version).
@@ -114,8 +117,26 @@ def cards_import(*, tenant: Tenant, cards: Sequence[CardInput]) -> list[tuple[Lt
         card.save()
         LtmOutbox.objects.create(card=card, version=card.version)
         results.append((card, outcome))
+    _audit_cards(tenant, results, actor or Actor.job("import"))
     transaction.on_commit(outbox_drain_enqueue)
     return results
+
+
+def _audit_cards(tenant: Tenant, results: Sequence[tuple[LtmCard, str]], actor: Actor) -> None:
+    """One audit event per card created or updated."""
+    for card, outcome in results:
+        if outcome == "unchanged":
+            continue
+        audit_record(
+            tenant=tenant,
+            action=Action.CREATE if outcome == "created" else Action.UPDATE,
+            actor=actor,
+            object_type="ltm_card",
+            object_id=card.memory_id,
+            after={name: getattr(card, name) for name in CARD_FIELDS},
+            end_user_pk=card.end_user_id,
+            details={"version": card.version},
+        )
 
 
 @transaction.atomic

@@ -26,6 +26,8 @@ AUDIT_LOCK_NAMESPACE = 0x4D454D41  # distinguishes our advisory locks from other
 
 class Action:
     CREATE = "create"
+    UPDATE = "update"
+    ARCHIVE = "archive"
     MERGE = "merge"
     SUPERSEDE = "supersede"
     PROPOSE = "propose"

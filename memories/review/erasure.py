@@ -328,10 +328,10 @@ def _verify(request: DeletionRequest, inventory: dict[str, Any]) -> dict[str, An
         )
         fact_owner = _owner(request, inventory)
         if fact_owner is not None:
-            found = stm_store().lookup(
+            pointers = stm_store().lookup(
                 owner=fact_owner, fingerprint="", canonical_fact_key=inventory["key"]
             )
-            by_id["redis_items"] = int("canonical" in found)
+            by_id["redis_items"] = int("canonical" in pointers)
     vector_check = _vector_probe(request, inventory)
     transcripts = _transcript_check(inventory)
     ok = (

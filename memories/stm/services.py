@@ -5,16 +5,26 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from memories.review.audit import Action, Actor, audit_record
 from memories.stm.locks import redis_lock
 from memories.stm.selectors import stm_item_for
 from memories.stm.store import now_seconds, stm_store
 from profiles.models import Tenant
 
 
-def stm_item_delete(*, tenant: Tenant, item_id: str) -> None:
+def stm_item_delete(*, tenant: Tenant, item_id: str, actor: Actor) -> None:
     """Delete one of the tenant's items with every index entry, at once."""
     item = stm_item_for(tenant=tenant, item_id=item_id)
     stm_store().delete(owner=item.owner, item_id=item.id)
+    audit_record(
+        tenant=tenant,
+        action=Action.DELETE,
+        actor=actor,
+        object_type="stm_item",
+        object_id=item.id,
+        before=item.to_redis(),
+        end_user_pk=item.end_user_id,
+    )
 
 
 @dataclass(frozen=True)

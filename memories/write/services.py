@@ -13,6 +13,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from memories.models import POLICY_FIELDS, WritePolicy
+from memories.review.audit import Action, Actor, audit_record
 from memories.stm.items import StmItem
 from memories.stm.keys import Owner
 from memories.stm.store import RedisShortTermStore, now_seconds, stm_store
@@ -67,7 +68,11 @@ def new_item_id(owner: Owner) -> str:
 
 
 def proposals_submit(
-    *, tenant: Tenant, candidates: Sequence[Candidate], dry_run: bool = False
+    *,
+    tenant: Tenant,
+    candidates: Sequence[Candidate],
+    dry_run: bool = False,
+    actor: Actor | None = None,
 ) -> list[ProposalResult]:
     """Judge each candidate and land the accepted ones in short-term memory.
 
@@ -121,7 +126,44 @@ def proposals_submit(
                     redacted=removed,
                 )
             )
+    if not dry_run:
+        _audit_writes(tenant, [item for _, item, _ in decided], results, actor)
     return results
+
+
+AUDITED_OUTCOMES = {
+    Outcome.INSERTED: Action.CREATE,
+    Outcome.MERGED: Action.MERGE,
+    Outcome.SUPERSEDED: Action.SUPERSEDE,
+}
+
+
+def _audit_writes(
+    tenant: Tenant,
+    items: Sequence[StmItem | None],
+    results: Sequence[ProposalResult],
+    actor: Actor | None,
+) -> None:
+    """One audit event per user and kind of change, naming every item it changed."""
+    changed: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for item, result in zip(items, results, strict=True):
+        action = AUDITED_OUTCOMES.get(result.outcome)
+        if item is None or action is None:
+            continue
+        changed.setdefault((item.end_user_id, action), []).append(
+            {"id": result.item_id, "version": result.version, "supersedes": result.superseded_id}
+        )
+    for (end_user_pk, action), entries in changed.items():
+        audit_record(
+            tenant=tenant,
+            action=action,
+            actor=actor or Actor.job("extraction"),
+            object_type="stm_item",
+            object_id=",".join(e["id"] for e in entries)[:200],
+            after=entries,
+            end_user_pk=end_user_pk,
+            details={"items": entries},
+        )
 
 
 def _owners(*, tenant: Tenant, user_ids: set[str], create: bool) -> dict[str, Owner]:
@@ -218,4 +260,13 @@ def write_policy_publish(
         current.is_current = False
         current.save(update_fields=["is_current"])
     policy.save()
+    audit_record(
+        tenant=tenant,
+        action=Action.POLICY_CHANGE,
+        actor=Actor.staff(created_by) if created_by else Actor.job("write_policy"),
+        object_type="write_policy",
+        object_id=str(policy.version),
+        before={name: getattr(current, name) for name in POLICY_FIELDS} if current else None,
+        after={name: getattr(policy, name) for name in POLICY_FIELDS},
+    )
     return policy

@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 from memories.models import ExtractionCursor, VocabularyEntry
 from memories.stm.selectors import stm_items_for
 from memories.write.extraction import session_extract, sessions_lagging
+from profiles.services import tenant_delete
 from transcripts.models import Session
 
 CONVERSATION = [
@@ -135,7 +136,7 @@ def test_a_session_erased_during_extraction_ends_as_gone(tenant, owner: APIClien
     submit = extraction.proposals_submit
 
     def erase_first(**kwargs):
-        tenant.delete()  # what an erasure running at the same moment does
+        tenant_delete(tenant=tenant)  # what an erasure running at the same moment does
         return submit(**kwargs)
 
     monkeypatch.setattr(extraction, "proposals_submit", erase_first)
