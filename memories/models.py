@@ -390,6 +390,19 @@ class PromotionPolicy(models.Model):
     similar_cards = models.PositiveIntegerField(
         default=3, help_text="Nearest existing cards shown beside a long-term card proposal."
     )
+    reflection_importance = models.FloatField(
+        default=3.0,
+        validators=[MinValueValidator(0.0)],
+        help_text="Reflect once a user's new episodes add up to this much importance.",
+    )
+    reflection_min_items = models.PositiveIntegerField(
+        default=4, help_text="A pattern needs at least this many related episodes."
+    )
+    reflection_similarity = models.FloatField(
+        default=0.89,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Episodes sharing no entity are related when their vectors are this close.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

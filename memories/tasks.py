@@ -141,3 +141,18 @@ def erasures_resume_task() -> str:
     for request_id in stalled:
         erasure_run_task.delay(request_id=request_id)
     return f"resumed {len(stalled)}"
+
+
+@shared_task(acks_late=True, autoretry_for=(StoreUnavailable,), retry_backoff=True, max_retries=3)
+def reflection_run_task(*, cursor: int = 0) -> str:
+    """Propose semantic cards from groups of related episodes; requeues while users remain."""
+    from memories.review.reflection import reflection_run
+    from memories.stm.locks import redis_lock
+
+    with redis_lock("reflection", ttl_seconds=900) as acquired:
+        if not acquired:
+            return "busy"
+        result = reflection_run(cursor=cursor)
+    if result.next_cursor:
+        reflection_run_task.delay(cursor=result.next_cursor)
+    return f"weighed {result.examined} new episodes, proposed {result.proposed}"

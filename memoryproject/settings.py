@@ -160,6 +160,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "ltm-forget": {"task": "memories.tasks.ltm_forget_task", "schedule": 24 * 3600.0},
     # Propose short-term items meeting the promotion triggers for review (hourly).
     "promotion-scan": {"task": "memories.tasks.promotion_scan_task", "schedule": 3600.0},
+    # Reflection: propose semantic cards from groups of related episodes (every 6 hours).
+    "reflection-run": {"task": "memories.tasks.reflection_run_task", "schedule": 6 * 3600.0},
     # Resume approved erasures that stopped while a store was down.
     "erasures-resume": {"task": "memories.tasks.erasures_resume_task", "schedule": 300.0},
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -417,9 +418,13 @@ def erasure_run(*, request_id: str) -> str:
                 for name, step in STEPS:
                     if name in steps:
                         continue
+                    started = time.perf_counter()
                     steps[name] = step(request, inventory)
+                    steps[name]["ms"] = round((time.perf_counter() - started) * 1000)
                     _save(request, progress=progress)
+            started = time.perf_counter()
             checks = _verify(request, inventory)
+            checks["ms"] = round((time.perf_counter() - started) * 1000)
             if checks["ok"]:
                 return _complete(request, progress, checks)
             # Something arrived or survived: run every step again, then verify again.

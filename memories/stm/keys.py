@@ -93,6 +93,11 @@ def api_key_touched(api_key_id: int) -> str:
     return f"{_prefix()}:apikey-used:{api_key_id}"
 
 
+def reflection_mark(owner: Owner) -> str:
+    """`updated_at` of the newest short-term item of a user that reflection has weighed."""
+    return f"{_prefix()}:reflect:{owner.tag}"
+
+
 def lock(name: str) -> str:
     return f"{_prefix()}:lock:{name}"
 

@@ -259,6 +259,19 @@ class RedisShortTermStore:
         ids = [item_id for item_id, _ in self.ids_by_index(owner=owner, limit=limit)]
         return self.get_many(owner=owner, item_ids=ids)
 
+    def reflection_mark(self, *, owner: Owner) -> float:
+        try:
+            value = self._client.get(keys.reflection_mark(owner))
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+        return float(value) if value else 0.0
+
+    def set_reflection_mark(self, *, owner: Owner, value: float) -> None:
+        try:
+            self._client.set(keys.reflection_mark(owner), repr(value), ex=90 * 86400)
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+
     def owner_keys(self, owner: Owner) -> list[str]:
         """Every key holding something of this user (items, indexes, lookups)."""
         try:

@@ -1,0 +1,219 @@
+"""Reflection: turn many related episodes of a user into one proposed semantic card.
+
+A beat job weighs each user's new short-term episodes; once their importance adds up past the
+tenant's threshold, it groups the user's live episodes by shared entities (or, for episodes
+naming none in common, by close vectors) and proposes one card per large enough group. The
+card summarises the group extractively and cites every item; it reaches long-term memory only
+through the review queue.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import IntegrityError, transaction
+
+from memories.ltm.embedder import embedder
+from memories.models import LtmCard, PromotionPolicy, PromotionRequest, ReviewStatus
+from memories.review.audit import Action, Actor, audit_record
+from memories.review.promotion import (
+    _similar_cards,
+    new_request_id,
+    promotion_fingerprint,
+)
+from memories.stm.items import StmItem
+from memories.stm.store import now_seconds, stm_store
+from memories.write.candidates import MemoryType
+from profiles.models import EndUser, Tenant
+
+EPISODE_TYPES = (MemoryType.FACT, MemoryType.DECISION, MemoryType.OBSERVATION)
+MAX_EPISODES = 200  # newest live episodes of a user considered at once
+
+
+def related_groups(
+    items: Sequence[StmItem], *, similarity: float, vectors: np.ndarray | None = None
+) -> list[list[StmItem]]:
+    """Connected groups of items: linked when they share an entity, or when neither shares
+    one with the other and their (normalised) vectors are at least `similarity` close."""
+    parent = list(range(len(items)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def union(i: int, j: int) -> None:
+        parent[find(i)] = find(j)
+
+    first_with: dict[str, int] = {}
+    for index, item in enumerate(items):
+        for entity in {e.lower() for e in item.entities}:
+            if entity in first_with:
+                union(index, first_with[entity])
+            else:
+                first_with[entity] = index
+    if vectors is not None and len(items) > 1:
+        close = vectors @ vectors.T >= similarity
+        for i in range(len(items)):
+            for j in range(i + 1, len(items)):
+                if close[i, j]:
+                    union(i, j)
+    groups: dict[int, list[StmItem]] = {}
+    for index, item in enumerate(items):
+        groups.setdefault(find(index), []).append(item)
+    return sorted(groups.values(), key=len, reverse=True)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """An extractive summary of a group of episodes."""
+
+    title: str
+    summary: str
+    content: str
+    entities: list[str]
+
+
+def summarise(group: Sequence[StmItem]) -> Pattern:
+    """Shared entities name the pattern; the episode sharing most of them states it."""
+    counts = Counter(e for item in group for e in dict.fromkeys(item.entities))
+    shared = [e for e, n in counts.most_common() if n >= max(2, len(group) // 2)]
+    central = max(
+        group,
+        key=lambda i: (len(set(i.entities) & set(shared)), i.importance, i.updated_at),
+    )
+    topic = ", ".join(shared[:3]) or central.summary[:60]
+    return Pattern(
+        title=f"Pattern: {topic}"[:300],
+        summary=f"{central.summary} (seen in {len(group)} related episodes)",
+        content="\n".join(f"- {item.summary}" for item in group),
+        entities=shared or list(counts)[:5],
+    )
+
+
+@dataclass(frozen=True)
+class ReflectionResult:
+    examined: int
+    proposed: int
+    next_cursor: int
+
+
+def reflection_run(
+    *, now: float | None = None, cursor: int = 0, owners: int = 200, tenant: Tenant | None = None
+) -> ReflectionResult:
+    """Reflect on the users of one page of short-term memory; returns what it proposed."""
+    now = now if now is not None else now_seconds()
+    store = stm_store()
+    next_cursor, page = store.owners_page(cursor=cursor, count=owners)
+    if tenant is not None:
+        page = [o for o in page if o.tenant_id == tenant.pk]
+    tenants = Tenant.objects.in_bulk({o.tenant_id for o in page})
+    policies = {p.tenant_id: p for p in PromotionPolicy.objects.filter(tenant_id__in=list(tenants))}
+    examined = proposed = 0
+    for owner in page:
+        owner_tenant = tenants.get(owner.tenant_id)
+        if owner_tenant is None or not owner_tenant.is_active:
+            continue
+        policy = policies.get(owner.tenant_id) or PromotionPolicy(tenant=owner_tenant)
+        episodes = [
+            item
+            for item in store.items_of(owner=owner, limit=MAX_EPISODES)
+            if item.is_live(now) and item.memory_type in EPISODE_TYPES
+        ]
+        mark = store.reflection_mark(owner=owner)
+        new = [item for item in episodes if item.updated_at > mark]
+        examined += len(new)
+        if sum(item.importance for item in new) < policy.reflection_importance:
+            continue
+        vectors = embedder().embed_passages([item.summary for item in episodes])
+        for group in related_groups(
+            episodes, similarity=policy.reflection_similarity, vectors=vectors
+        ):
+            fresh = any(item.updated_at > mark for item in group)
+            if len(group) >= policy.reflection_min_items and fresh:
+                proposed += _propose(owner_tenant, group, policy) is not None
+        store.set_reflection_mark(owner=owner, value=max(item.updated_at for item in new))
+    return ReflectionResult(examined=examined, proposed=proposed, next_cursor=next_cursor)
+
+
+def _propose(
+    tenant: Tenant, group: Sequence[StmItem], policy: PromotionPolicy
+) -> PromotionRequest | None:
+    end_user = EndUser.objects.filter(tenant=tenant, pk=group[0].end_user_id).first()
+    if end_user is None:
+        return None
+    pattern = summarise(group)
+    fingerprint = promotion_fingerprint(
+        end_user_pk=end_user.pk,
+        path=PromotionRequest.Path.LTM,
+        what=["reflection", sorted(e.lower() for e in pattern.entities)],
+    )
+    item_ids = [item.id for item in group]
+    latest = (
+        PromotionRequest.objects.filter(tenant=tenant, fingerprint=fingerprint)
+        .order_by("-created_at")
+        .first()
+    )
+    if latest is not None and (
+        latest.status != ReviewStatus.REJECTED
+        or not set(item_ids) - set(latest.evidence.get("stm_item_ids", []))
+    ):
+        return None  # pending, accepted, or rejected with no new episode since
+    importance = sum(item.importance for item in group)
+    confidence = round(sum(item.confidence for item in group) / len(group), 3)
+    proposal = {
+        "memory_type": LtmCard.Type.SEMANTIC_FACT,
+        "title": pattern.title,
+        "summary": pattern.summary,
+        "content": pattern.content,
+        "entities": pattern.entities,
+        "tags": ["reflection"],
+        "importance": round(max(item.importance for item in group), 3),
+        "confidence": confidence,
+    }
+    request = PromotionRequest(
+        request_id=new_request_id("prm"),
+        tenant=tenant,
+        end_user=end_user,
+        path=PromotionRequest.Path.LTM,
+        origin=PromotionRequest.Origin.REFLECTION,
+        memory_type=LtmCard.Type.SEMANTIC_FACT,
+        proposal=proposal,
+        evidence={
+            "stm_item_ids": item_ids,
+            "message_ids": sorted({m for item in group for m in item.message_ids}),
+            "sessions": sorted({s for item in group for s in item.sessions or [item.session_id]}),
+            "triggers": {
+                "reflection": (
+                    f"{len(group)} related episodes ({', '.join(pattern.entities[:3])}), "
+                    f"importance {importance:.1f} ≥ {policy.reflection_importance:g}"
+                )
+            },
+            "items": [{"id": i.id, "summary": i.summary, "task_id": i.task_id} for i in group],
+        },
+        existing=_similar_cards(
+            tenant=tenant, end_user=end_user, text=pattern.summary, k=policy.similar_cards
+        ),
+        confidence=confidence,
+        fingerprint=fingerprint,
+    )
+    try:
+        with transaction.atomic():
+            request.save()
+            audit_record(
+                tenant=tenant,
+                action=Action.PROPOSE,
+                actor=Actor.job("reflection"),
+                object_type="promotion_request",
+                object_id=request.request_id,
+                after=proposal,
+                end_user_pk=end_user.pk,
+                details={"path": "ltm", "origin": "reflection", "items": len(group)},
+            )
+    except IntegrityError:
+        return None
+    return request
