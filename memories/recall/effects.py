@@ -25,7 +25,7 @@ from memories.stm.keys import Owner
 from memories.stm.locks import redis_lock
 from memories.stm.store import stm_store
 from memoryproject.errors import DomainError, StoreUnavailable
-from profiles.models import Tenant
+from profiles.models import EndUser, Tenant
 from transcripts.services import EventIn, Role, events_append
 
 logger = logging.getLogger(__name__)
@@ -135,7 +135,11 @@ def _touch_cards(records: Sequence[dict[str, Any]]) -> None:
 
 def _append_events(records: Sequence[dict[str, Any]]) -> None:
     by_session: dict[tuple[int, str, str], list[dict[str, Any]]] = defaultdict(list)
+    known = {r["end_user_id"] for r in records if r.get("end_user_id") is not None}
+    existing = set(EndUser.objects.filter(pk__in=known).values_list("pk", flat=True))
     for record in records:
+        if record.get("end_user_id") is not None and record["end_user_id"] not in existing:
+            continue  # the user was erased after this recall: record nothing about them
         by_session[(record["tenant_id"], record["session_id"], record["user_id"])].append(record)
     tenants = Tenant.objects.in_bulk({tenant_id for tenant_id, _, _ in by_session})
     for (tenant_id, session_id, user_id), session_records in by_session.items():
