@@ -5,6 +5,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/bootstrap.sh
+
+# The admin walkthrough (tests/browser) drives Chromium and ChromeDriver from the Debian packages.
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+  echo "==> installing chromium and chromium-driver for the browser walkthrough"
+  apt=(env DEBIAN_FRONTEND=noninteractive apt-get)
+  [ "$(id -u)" -eq 0 ] || apt=(sudo -n "${apt[@]}")
+  { "${apt[@]}" update -qq &&
+    "${apt[@]}" install -y -qq --no-install-recommends chromium chromium-driver; } ||
+    echo "warning: chromium could not be installed (needs root); the walkthrough will fail" >&2
+fi
+
 # shellcheck source=scripts/stores.sh
 source scripts/stores.sh
 trap stores_down EXIT

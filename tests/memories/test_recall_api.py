@@ -524,7 +524,7 @@ def test_a_tenant_admin_tunes_recall_in_the_admin(
 ) -> None:
     from django.test import Client
 
-    from memories.models import RecallPolicy
+    from memories.models import AuditEvent, RecallPolicy
     from tests.factories import MembershipFactory, StaffUserFactory
 
     staff = StaffUserFactory()
@@ -546,6 +546,9 @@ def test_a_tenant_admin_tunes_recall_in_the_admin(
     assert "Select a valid choice" in foreign.content.decode()
     assert saved.status_code == 302
     assert list(RecallPolicy.objects.values_list("tenant_id", flat=True)) == [tenant.pk]
+    change = AuditEvent.objects.get(tenant=tenant, action="policy_change")
+    assert (change.object_type, change.actor) == ("recallpolicy", f"staff:{staff.pk}:{staff}")
+    assert change.after_sha256 and not change.before_sha256
     body = recall(owner, task_id="bug456")
     assert len(body["items"]) == 1
     assert body["items"][0]["score_parts"]["relevance"] == pytest.approx(1.0, abs=1e-3)

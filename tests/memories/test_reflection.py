@@ -15,7 +15,7 @@ from tests.factories import EndUserFactory
 NOW = time.time()
 RELATED = [
     (
-        "createOrder timed out on prod while the database was healthy; the thread pool was saturated",
+        "createOrder timed out on prod with a healthy database; the thread pool was saturated",
         ["createOrder", "thread pool"],
     ),
     (
