@@ -1,6 +1,7 @@
 from django.urls import path
 
 from memories import apis
+from memories.compression import apis as compression_apis
 from memories.ltm import apis as ltm_apis
 from memories.recall import apis as recall_apis
 from memories.review import apis as review_apis
@@ -14,6 +15,11 @@ urlpatterns = [
     path("ltm/cards/<str:memory_id>", ltm_apis.CardDetailApi.as_view(), name="ltm-card"),
     path("ltm/search", ltm_apis.LtmSearchApi.as_view(), name="ltm-search"),
     path("recall", recall_apis.RecallApi.as_view(), name="recall"),
+    path(
+        "sessions/<extid:session_id>/compress",
+        compression_apis.SessionCompressApi.as_view(),
+        name="compress",
+    ),
     path("users/<extid:user_id>/forget", review_apis.UserForgetApi.as_view(), name="forget"),
     path("users/<extid:user_id>/export", review_apis.UserExportApi.as_view(), name="export"),
     path("facts/<str:fact_id>", review_apis.FactDeleteApi.as_view(), name="fact"),

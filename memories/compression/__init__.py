@@ -1,0 +1,1 @@
+"""Session compression: the context for the next model turn, fitted to a token budget."""
