@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,6 @@ from memories.ltm.services import CardInput, card_merge, cards_import
 from memories.models import LtmCard, PromotionPolicy, PromotionRequest, ReviewStatus
 from memories.review.audit import Action, Actor, audit_record
 from memories.stm.items import StmItem
-from memories.stm.keys import Owner
 from memories.stm.store import now_seconds, stm_store
 from memories.write.candidates import MemoryType
 from memoryproject.errors import Conflict, Invalid, StoreUnavailable
@@ -201,7 +199,8 @@ def _current_value(*, end_user: EndUser, key: str, target: str) -> dict[str, Any
     return {"current": {"value": row.value, "version": row.version, "source": row.source}}
 
 
-def _similar_cards(*, tenant: Tenant, end_user: EndUser, text: str, k: int) -> dict[str, Any]:
+def similar_cards(*, tenant: Tenant, end_user: EndUser, text: str, k: int) -> dict[str, Any]:
+    """The user's (and shared) cards nearest to `text`, for the reviewer to compare and merge."""
     from memories.ltm.selectors import ltm_search
 
     try:
@@ -267,7 +266,7 @@ def promotion_propose(
         if current is not None and current["value"] == proposal["value"]:
             return None  # PostgreSQL holds it already
     else:
-        existing = _similar_cards(
+        existing = similar_cards(
             tenant=tenant, end_user=end_user, text=item.summary, k=policy.similar_cards
         )
     request = PromotionRequest(
@@ -333,17 +332,6 @@ def promotion_scan(
             ):
                 proposed += 1
     return ScanResult(examined=examined, proposed=proposed, next_cursor=next_cursor)
-
-
-def proposals_for_owner(*, owner: Owner, now: float | None = None) -> list[TriggerCheck]:
-    """What the triggers say about each of one user's items (for inspection and tests)."""
-    now = now if now is not None else time.time()
-    tenant = Tenant.objects.get(pk=owner.tenant_id)
-    policy = policy_for(tenant=tenant)
-    return [
-        promotion_triggers(item, policy=policy, now=now)
-        for item in stm_store().items_of(owner=owner)
-    ]
 
 
 # --- reviewers' decisions ---------------------------------------------------------------------

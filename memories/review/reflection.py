@@ -20,9 +20,9 @@ from memories.ltm.embedder import embedder
 from memories.models import LtmCard, PromotionPolicy, PromotionRequest, ReviewStatus
 from memories.review.audit import Action, Actor, audit_record
 from memories.review.promotion import (
-    _similar_cards,
     new_request_id,
     promotion_fingerprint,
+    similar_cards,
 )
 from memories.stm.items import StmItem
 from memories.stm.store import now_seconds, stm_store
@@ -195,7 +195,7 @@ def _propose(
             },
             "items": [{"id": i.id, "summary": i.summary, "task_id": i.task_id} for i in group],
         },
-        existing=_similar_cards(
+        existing=similar_cards(
             tenant=tenant, end_user=end_user, text=pattern.summary, k=policy.similar_cards
         ),
         confidence=confidence,
