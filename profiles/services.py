@@ -261,7 +261,7 @@ def _audit_profile_change(
         action=Action.UPDATE,
         actor=actor or Actor.job("profile"),
         object_type="profile",
-        object_id=end_user.external_id,
+        object_id=f"end_user:{end_user.pk}",  # not the tenant's id: audit outlives erasure
         after=asdict(patch),
         end_user_pk=end_user.pk,
         details={

@@ -37,6 +37,22 @@ def fact_row_for(*, tenant: Tenant, fact_id: str) -> UserPreference | StableFact
     return row
 
 
+def audit_ref(*, tenant_id: int, kind: str, target: str) -> tuple[str, int | None]:
+    """How the audit trail names a deletion target, and the end user's key if it is one.
+
+    An end user is named by primary key, never by the tenant's own id: the trail outlives the
+    user's erasure and must not keep an identifier such as an e-mail address.
+    """
+    if kind != DeletionRequest.Kind.USER:
+        return target, None
+    pk = (
+        EndUser.objects.filter(tenant_id=tenant_id, external_id=target)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return f"end_user:{pk}", pk
+
+
 def _subject_of(*, tenant: Tenant, kind: str, target: str) -> str:
     """Check the target exists in the tenant; returns the external id of its end user."""
     if kind == DeletionRequest.Kind.USER:
@@ -89,6 +105,7 @@ def deletion_request(
         reason=reason,
         requested_by=actor.name,
     )
+    object_id, end_user_pk = audit_ref(tenant_id=tenant.pk, kind=kind, target=target)
     try:
         with transaction.atomic():
             request.save()
@@ -97,7 +114,8 @@ def deletion_request(
                 action=Action.REQUEST_DELETION,
                 actor=actor,
                 object_type=kind,
-                object_id=target,
+                object_id=object_id,
+                end_user_pk=end_user_pk,
                 reason=reason,
                 details={"request": request.request_id},
             )
@@ -131,6 +149,9 @@ def deletion_approve(
     request.decided_at = timezone.now()
     request.decision_reason = reason
     request.save()
+    target, end_user_pk = audit_ref(
+        tenant_id=request.tenant_id, kind=request.kind, target=request.target
+    )
     audit_record(
         tenant=request.tenant,
         action=Action.APPROVE,
@@ -138,7 +159,8 @@ def deletion_approve(
         object_type="deletion_request",
         object_id=request.request_id,
         reason=reason,
-        details={"kind": request.kind, "target": request.target},
+        end_user_pk=end_user_pk,
+        details={"kind": request.kind, "target": target},
     )
     request_id = request.request_id
     transaction.on_commit(lambda: erasure_enqueue(request_id))
@@ -158,6 +180,7 @@ def deletion_reject(
     request.decided_at = timezone.now()
     request.decision_reason = reason.strip()
     request.save()
+    target, _ = audit_ref(tenant_id=request.tenant_id, kind=request.kind, target=request.target)
     audit_record(
         tenant=request.tenant,
         action=Action.REJECT,
@@ -165,7 +188,7 @@ def deletion_reject(
         object_type="deletion_request",
         object_id=request.request_id,
         reason=reason.strip(),
-        details={"kind": request.kind, "target": request.target},
+        details={"kind": request.kind, "target": target},
     )
     return request
 

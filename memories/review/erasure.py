@@ -473,7 +473,11 @@ def _complete(request: DeletionRequest, progress: dict[str, Any], checks: dict[s
             action=Action.ERASE,
             actor=Actor.job("erasure"),
             object_type=request.kind,
-            object_id=request.target,
+            object_id=(
+                f"end_user:{inventory.get('end_user_pk')}"
+                if request.kind == Kind.USER
+                else request.target
+            ),
             before={"content_sha256": inventory.get("card_hashes", [])},
             after=None,
             end_user_pk=inventory.get("end_user_pk"),

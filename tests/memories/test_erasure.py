@@ -305,3 +305,19 @@ def test_the_audit_chain_detects_an_edited_row(tenant, owner, reviewer) -> None:
     report = audit_verify(tenant=tenant)
     assert not report.ok and report.broken_at == event.seq
     assert "hash" in report.problem
+
+
+def test_the_audit_trail_keeps_no_external_id_of_an_erased_user(
+    tenant, owner, reviewer, django_capture_on_commit_callbacks
+) -> None:
+    seed_user(owner, tenant, django_capture_on_commit_callbacks, user="ada@example.com")
+    asked = owner.post(reverse("memories:forget", kwargs={"user_id": "ada@example.com"}))
+    with django_capture_on_commit_callbacks(execute=True):
+        deletion_approve(
+            request=DeletionRequest.objects.get(request_id=asked.json()["request_id"]),
+            reviewer=reviewer,
+        )
+
+    trail = list(AuditEvent.objects.filter(tenant=tenant).values())
+    assert trail and "ada@example.com" not in str(trail)
+    assert {"request_deletion", "approve", "erase"} <= {e["action"] for e in trail}
