@@ -112,6 +112,13 @@ if LLM_EXTRACTOR_URL:
 LLM_EXTRACTOR_API_KEY = env.string("LLM_EXTRACTOR_API_KEY", "")
 LLM_EXTRACTOR_MODEL = env.string("LLM_EXTRACTOR_MODEL", "gpt-4o-mini")
 LLM_EXTRACTOR_TIMEOUT = env.integer("LLM_EXTRACTOR_TIMEOUT", 20, minimum=1)
+# Optional summariser of session compression (extractive when empty).
+LLM_SUMMARISER_URL = env.string("LLM_SUMMARISER_URL", "")
+if LLM_SUMMARISER_URL:
+    env.url("LLM_SUMMARISER_URL", schemes=("http", "https"))
+LLM_SUMMARISER_API_KEY = env.string("LLM_SUMMARISER_API_KEY", "")
+LLM_SUMMARISER_MODEL = env.string("LLM_SUMMARISER_MODEL", "gpt-4o-mini")
+LLM_SUMMARISER_TIMEOUT = env.integer("LLM_SUMMARISER_TIMEOUT", 30, minimum=1)
 
 # Layer 0: a local folder by default; or the dotted path of any Django storage backend
 # (e.g. storages.backends.s3.S3Storage) with its options as JSON in TRANSCRIPT_STORAGE_OPTIONS.

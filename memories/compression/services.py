@@ -5,8 +5,10 @@ Reads only: nothing is written, not even access counts.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
+from memories.compression.llm import llm_summariser
 from memories.compression.plan import Compression, compress
 from memories.compression.summary import Summariser
 from memories.stm.items import StmItem
@@ -15,6 +17,8 @@ from memoryproject.errors import Invalid, StoreUnavailable
 from profiles.models import Tenant
 from transcripts.models import Session
 from transcripts.selectors import events_after, session_for
+
+logger = logging.getLogger(__name__)
 
 MIN_BUDGET_TOKENS = 50
 MAX_BUDGET_TOKENS = 2_000_000
@@ -78,13 +82,22 @@ def session_compress(
     except StoreUnavailable:
         # Without short-term items nothing counts as digested: compression is only less deep.
         degraded.append("redis")
-    compression = compress(
-        events=events,
-        items=items,
-        budget_tokens=budget_tokens,
-        task_id=session.task_id,
-        summariser=summariser,
-    )
+    summariser = summariser or llm_summariser()
+    try:
+        compression = compress(
+            events=events,
+            items=items,
+            budget_tokens=budget_tokens,
+            task_id=session.task_id,
+            summariser=summariser,
+        )
+    except StoreUnavailable as exc:
+        # The optional model summariser failed: the extractive one answers instead.
+        logger.warning("session %s compressed extractively: %s", session_id, exc)
+        degraded.append("summariser")
+        compression = compress(
+            events=events, items=items, budget_tokens=budget_tokens, task_id=session.task_id
+        )
     return SessionCompression(
         session=session,
         compression=compression,

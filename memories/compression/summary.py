@@ -1,5 +1,5 @@
 """The formal summary of folded history: its sections, the `Summariser` interface and the
-extractive summariser (the default and only implementation)."""
+extractive summariser (the default; `llm.py` holds the optional model-written one)."""
 
 from __future__ import annotations
 

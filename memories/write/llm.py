@@ -1,19 +1,15 @@
 """Optional extractor asking an OpenAI-compatible chat-completions endpoint for candidates.
 
-Only the standard library talks to the endpoint, so turning it on needs no extra dependency.
-Every failure of the endpoint raises `StoreUnavailable`; the caller then keeps to the
-rule-based extractors. Each proposed candidate is checked on its own: a malformed one is
-dropped and logged, never the whole answer.
+The endpoint is asked through `memoryproject.llm`; every failure of it raises
+`StoreUnavailable`, and the caller then keeps to the rule-based extractors. Each proposed
+candidate is checked on its own: a malformed one is dropped and logged, never the whole answer.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import logging
 import math
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -21,6 +17,7 @@ from django.conf import settings
 
 from memories.write.candidates import Candidate, MemoryType, SourceKind
 from memoryproject.errors import StoreUnavailable
+from memoryproject.llm import chat_json
 
 logger = logging.getLogger(__name__)
 
@@ -130,35 +127,14 @@ class OpenAICompatibleExtractor:
 
     def _complete(self, messages: list[dict[str, str]]) -> str:
         """POST the chat completion and return the assistant message's content."""
-        body = {
-            "model": self.model,
-            "temperature": 0,
-            "response_format": {"type": "json_object"},
-            "messages": messages,
-        }
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        try:
-            request = urllib.request.Request(
-                self.url, data=json.dumps(body).encode(), headers=headers, method="POST"
-            )
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            raise StoreUnavailable(f"LLM extractor: HTTP {exc.code} from {self.url}") from exc
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            # URLError, timeouts and dropped connections are OSErrors; ValueError is a bad URL.
-            raise StoreUnavailable(f"LLM extractor: {self.url} did not answer ({exc})") from exc
-        try:
-            content = json.loads(raw)["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise StoreUnavailable(
-                f"LLM extractor: {self.url} did not answer a chat completion"
-            ) from exc
-        if not isinstance(content, str):
-            raise StoreUnavailable("LLM extractor: the answer has no message content")
-        return content
+        return chat_json(
+            url=self.url,
+            api_key=self._api_key,
+            model=self.model,
+            timeout=self.timeout,
+            messages=messages,
+            label="LLM extractor",
+        )
 
     def _candidate(
         self,
