@@ -150,7 +150,10 @@ def _propose(
     fingerprint = promotion_fingerprint(
         end_user_pk=end_user.pk,
         path=PromotionRequest.Path.LTM,
-        what=["reflection", sorted(e.lower() for e in pattern.entities)],
+        # A pattern is its shared entities; one naming none is its episodes.
+        what=["reflection", sorted(e.lower() for e in pattern.entities)]
+        if pattern.entities
+        else ["reflection", sorted(item.fingerprint for item in group)],
     )
     item_ids = [item.id for item in group]
     latest = (

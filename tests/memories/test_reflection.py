@@ -104,3 +104,12 @@ def test_too_little_new_importance_waits(tenant, end_user) -> None:
 
     stm_store().upsert(items=episodes(end_user, RELATED[3:], offset=3), now=NOW)
     assert reflection_run(tenant=tenant, now=NOW, owners=10_000).proposed == 1
+
+
+def test_episodes_naming_no_entity_are_grouped_by_close_vectors(tenant, end_user) -> None:
+    without_entities = [(summary, []) for summary, _ in RELATED]
+    stm_store().upsert(items=episodes(end_user, without_entities), now=NOW)
+
+    assert reflection_run(tenant=tenant, now=NOW, owners=10_000).proposed == 1
+    request = PromotionRequest.objects.get(tenant=tenant)
+    assert len(request.evidence["stm_item_ids"]) == 5
