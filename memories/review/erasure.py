@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import orjson
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memories.ltm.scope import Scope
@@ -181,21 +182,45 @@ def _step_milvus(request: DeletionRequest, inventory: dict[str, Any]) -> dict[st
 
 def _step_transcripts(request: DeletionRequest, inventory: dict[str, Any]) -> dict[str, int]:
     counts = {"sessions": 0, "segments": 0, "events": 0}
-    for session in Session.objects.filter(pk__in=inventory.get("session_pks", [])):
-        erased = session_erase(session=session, request_id=request.request_id)
-        counts["sessions"] += 1
-        counts["segments"] += erased["segments"]
-        counts["events"] += erased["events"]
+    # Sessions started since the inventory are the user's too.
+    sessions = Session.objects.filter(
+        Q(pk__in=inventory.get("session_pks", [])) | Q(end_user_id=inventory.get("end_user_pk"))
+    )
+    _erase_sessions(request, inventory, sessions, counts)
     return counts
+
+
+def _erase_sessions(
+    request: DeletionRequest, inventory: dict[str, Any], sessions: Any, counts: dict[str, int]
+) -> None:
+    known = inventory.setdefault("session_pks", [])
+    for session in sessions:
+        erased = session_erase(session=session, request_id=request.request_id)
+        counts["sessions"] = counts.get("sessions", 0) + 1
+        counts["segments"] = counts.get("segments", 0) + erased["segments"]
+        counts["events"] = counts.get("events", 0) + erased["events"]
+        if session.pk not in known:
+            known.append(session.pk)
 
 
 def _step_postgres(request: DeletionRequest, inventory: dict[str, Any]) -> dict[str, int]:
     with transaction.atomic():
         if request.kind == Kind.USER:
             pk = inventory["end_user_pk"]
+            # Locked, no session can start for the user until it is gone; one that started
+            # after the transcripts step is erased here, or it would outlive its user.
+            late: dict[str, int] = {}
+            if EndUser.objects.select_for_update().filter(pk=pk).exists():
+                _erase_sessions(
+                    request,
+                    inventory,
+                    Session.objects.filter(end_user_id=pk, erased_at__isnull=True),
+                    late,
+                )
             PromotionRequest.objects.filter(end_user_id=pk).delete()
             _, per_model = EndUser.objects.filter(pk=pk).delete()
-            return {label.rsplit(".", 1)[-1].lower(): n for label, n in per_model.items() if n}
+            counts = {label.rsplit(".", 1)[-1].lower(): n for label, n in per_model.items() if n}
+            return counts | {f"late_{name}": n for name, n in late.items()} if late else counts
         if request.kind == Kind.CARD:
             deleted, _ = LtmCard.objects.filter(
                 tenant_id=request.tenant_id, memory_id__in=inventory["card_ids"]

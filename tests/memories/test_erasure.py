@@ -14,6 +14,7 @@ from memories.ltm.search import card_search_index
 from memories.ltm.services import CardInput, cards_import, outbox_drain
 from memories.ltm.vectors import vector_index
 from memories.models import AuditEvent, DeletionRequest, LtmCard
+from memories.review import erasure as erasure_module
 from memories.review.audit import audit_verify
 from memories.review.deletion import deletion_approve, deletion_reject
 from memories.review.erasure import erasure_run, receipt_digest
@@ -321,3 +322,39 @@ def test_the_audit_trail_keeps_no_external_id_of_an_erased_user(
     trail = list(AuditEvent.objects.filter(tenant=tenant).values())
     assert trail and "ada@example.com" not in str(trail)
     assert {"request_deletion", "approve", "erase"} <= {e["action"] for e in trail}
+
+
+def test_a_session_started_during_the_erasure_is_erased_too(
+    tenant, owner, reviewer, django_capture_on_commit_callbacks
+) -> None:
+    seed_user(owner, tenant, django_capture_on_commit_callbacks)
+    asked = owner.post(reverse("memories:forget", kwargs={"user_id": "u_42"}))
+    request = DeletionRequest.objects.get(request_id=asked.json()["request_id"])
+    deletion_approve(request=request, reviewer=reviewer)
+    real_step = erasure_module.STEPS
+
+    def agent_writes_meanwhile(request, inventory):  # after the transcripts step, before postgres
+        owner.post(
+            reverse("transcripts:events", kwargs={"session_id": "s_late"}),
+            {"user_id": "u_42", "events": [{"role": "user", "content": SECRET_PHRASE}]},
+            format="json",
+        )
+        return {}
+
+    steps = [(n, f) for n, f in real_step if n != "postgres"]
+    steps.append(("meanwhile", agent_writes_meanwhile))
+    steps.append(next((n, f) for n, f in real_step if n == "postgres"))
+    erasure_module.STEPS = tuple(steps)
+    try:
+        assert erasure_run(request_id=request.request_id) == "done"
+    finally:
+        erasure_module.STEPS = real_step
+
+    late = Session.objects.get(tenant=tenant, external_id="s_late")
+    assert late.erased_at is not None and late.end_user is None
+    assert transcript_verify(session=late).ok
+    storage_root = Path(django_settings.STORAGES["transcripts"]["OPTIONS"]["location"])
+    for segment in Segment.objects.filter(session=late):
+        assert SECRET_PHRASE not in (storage_root / segment.path).read_text()
+    request.refresh_from_db()
+    assert request.receipt["stores"]["postgres"]["late_sessions"] == 1
