@@ -10,7 +10,8 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -129,13 +130,21 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return None
 
 
-def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
-    """handler500 for API paths: the same error shape instead of an HTML page."""
+ADMIN_PREFIX = "/admin/"
+
+
+def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    """handler500: the API's error shape; the admin keeps Django's HTML page."""
+    if request.path.startswith(ADMIN_PREFIX):
+        return defaults.server_error(request)
     return JsonResponse(
         error_body("server_error", "An unexpected error happened; it has been logged."),
         status=500,
     )
 
 
-def not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler404: the API's error shape; the admin keeps Django's HTML page."""
+    if request.path.startswith(ADMIN_PREFIX):
+        return defaults.page_not_found(request, exception or Http404())
     return JsonResponse(error_body("not_found", "No such resource."), status=404)

@@ -175,7 +175,10 @@ def test_a_reviewer_sees_only_their_tenants_queue(review) -> None:
 def test_another_tenants_request_is_not_found(review) -> None:
     client, theirs = review["client"], review["their_promotion"]
 
-    assert client.get(promotion_url(theirs)).status_code == 404
+    page = client.get(promotion_url(theirs))
+    assert page.status_code == 404
+    assert page["Content-Type"].startswith("text/html")  # an admin page, not the API's JSON
+    assert "theirs-secret-value" not in page.content.decode()
     refused = client.post(promotion_url(theirs), {"_approve": "1"})
     rejected = client.post(promotion_url(theirs), {"_reject": "1", "reason": "not mine"})
 
