@@ -23,6 +23,7 @@ from memories.ltm.services import CardInput, card_merge, cards_import
 from memories.models import LtmCard, PromotionPolicy, PromotionRequest, ReviewStatus
 from memories.review.audit import Action, Actor, audit_record
 from memories.stm.items import StmItem
+from memories.stm.keys import Owner
 from memories.stm.store import now_seconds, stm_store
 from memories.write.candidates import MemoryType
 from memoryproject.errors import Conflict, Invalid, StoreUnavailable
@@ -307,23 +308,34 @@ class ScanResult:
     next_cursor: int  # 0 when the whole of short-term memory was scanned
 
 
+def owners_with_policy(
+    *, cursor: int, owners: int, tenant: Tenant | None
+) -> tuple[int, list[tuple[Owner, Tenant, PromotionPolicy]]]:
+    """One page of the users holding short-term items, each with its active tenant and that
+    tenant's promotion policy; the next cursor is 0 once every user was paged."""
+    next_cursor, page = stm_store().owners_page(cursor=cursor, count=owners)
+    if tenant is not None:
+        page = [o for o in page if o.tenant_id == tenant.pk]
+    tenants = Tenant.objects.in_bulk({o.tenant_id for o in page})
+    policies = {p.tenant_id: p for p in PromotionPolicy.objects.filter(tenant_id__in=list(tenants))}
+    found = []
+    for owner in page:
+        owner_tenant = tenants.get(owner.tenant_id)
+        if owner_tenant is not None and owner_tenant.is_active:
+            policy = policies.get(owner.tenant_id) or PromotionPolicy(tenant=owner_tenant)
+            found.append((owner, owner_tenant, policy))
+    return next_cursor, found
+
+
 def promotion_scan(
     *, now: float | None = None, cursor: int = 0, owners: int = 200, tenant: Tenant | None = None
 ) -> ScanResult:
     """Examine the short-term items of up to about `owners` users and propose what qualifies."""
     now = now if now is not None else now_seconds()
     store = stm_store()
-    next_cursor, page = store.owners_page(cursor=cursor, count=owners)
-    if tenant is not None:
-        page = [o for o in page if o.tenant_id == tenant.pk]
-    tenants = Tenant.objects.in_bulk({o.tenant_id for o in page})
-    policies = {p.tenant_id: p for p in PromotionPolicy.objects.filter(tenant_id__in=list(tenants))}
+    next_cursor, page = owners_with_policy(cursor=cursor, owners=owners, tenant=tenant)
     examined = proposed = 0
-    for owner in page:
-        owner_tenant = tenants.get(owner.tenant_id)
-        if owner_tenant is None or not owner_tenant.is_active:
-            continue
-        policy = policies.get(owner.tenant_id) or PromotionPolicy(tenant=owner_tenant)
+    for owner, owner_tenant, policy in page:
         for item in store.items_of(owner=owner):
             examined += 1
             check = promotion_triggers(item, policy=policy, now=now)

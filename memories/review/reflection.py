@@ -20,7 +20,9 @@ from memories.ltm.embedder import embedder
 from memories.models import LtmCard, PromotionPolicy, PromotionRequest, ReviewStatus
 from memories.review.audit import Action, Actor, audit_record
 from memories.review.promotion import (
+    ScanResult,
     new_request_id,
+    owners_with_policy,
     promotion_fingerprint,
     similar_cards,
 )
@@ -95,30 +97,15 @@ def summarise(group: Sequence[StmItem]) -> Pattern:
     )
 
 
-@dataclass(frozen=True)
-class ReflectionResult:
-    examined: int
-    proposed: int
-    next_cursor: int
-
-
 def reflection_run(
     *, now: float | None = None, cursor: int = 0, owners: int = 200, tenant: Tenant | None = None
-) -> ReflectionResult:
+) -> ScanResult:
     """Reflect on the users of one page of short-term memory; returns what it proposed."""
     now = now if now is not None else now_seconds()
     store = stm_store()
-    next_cursor, page = store.owners_page(cursor=cursor, count=owners)
-    if tenant is not None:
-        page = [o for o in page if o.tenant_id == tenant.pk]
-    tenants = Tenant.objects.in_bulk({o.tenant_id for o in page})
-    policies = {p.tenant_id: p for p in PromotionPolicy.objects.filter(tenant_id__in=list(tenants))}
+    next_cursor, page = owners_with_policy(cursor=cursor, owners=owners, tenant=tenant)
     examined = proposed = 0
-    for owner in page:
-        owner_tenant = tenants.get(owner.tenant_id)
-        if owner_tenant is None or not owner_tenant.is_active:
-            continue
-        policy = policies.get(owner.tenant_id) or PromotionPolicy(tenant=owner_tenant)
+    for owner, owner_tenant, policy in page:
         episodes = [
             item
             for item in store.items_of(owner=owner, limit=MAX_EPISODES)
@@ -137,7 +124,7 @@ def reflection_run(
             if len(group) >= policy.reflection_min_items and fresh:
                 proposed += _propose(owner_tenant, group, policy) is not None
         store.set_reflection_mark(owner=owner, value=max(item.updated_at for item in new))
-    return ReflectionResult(examined=examined, proposed=proposed, next_cursor=next_cursor)
+    return ScanResult(examined=examined, proposed=proposed, next_cursor=next_cursor)
 
 
 def _propose(
