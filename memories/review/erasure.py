@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import orjson
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -26,7 +25,7 @@ from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
 from memories.models import DeletionRequest, LtmCard, PromotionRequest
 from memories.recall.cache import context_cache
-from memories.review.audit import Action, Actor, audit_record
+from memories.review.audit import Action, Actor, audit_record, state_sha256
 from memories.review.deletion import fact_row_for
 from memories.stm.keys import Owner
 from memories.stm.store import stm_store
@@ -105,20 +104,16 @@ def _inventory(request: DeletionRequest) -> dict[str, Any]:
             return {"missing": True}
         return {"end_user_pk": card.end_user_id, **_card_probes([card])}
     row = fact_row_for(tenant=request.tenant, fact_id=request.target)
+    versions = list(
+        type(row).objects.filter(**_fact_owner(row), key=row.key).values_list("pk", "value")
+    )
     return {
         "model": type(row).__name__,
         "key": row.key,
         "end_user_pk": row.end_user_id,
         "owner": _fact_owner(row),
-        "row_ids": list(
-            type(row).objects.filter(**_fact_owner(row), key=row.key).values_list("pk", flat=True)
-        ),
-        "value_hashes": [
-            hashlib.sha256(orjson.dumps(v, option=orjson.OPT_SORT_KEYS)).hexdigest()
-            for v in type(row)
-            .objects.filter(**_fact_owner(row), key=row.key)
-            .values_list("value", flat=True)
-        ],
+        "row_ids": [pk for pk, _ in versions],
+        "value_hashes": [state_sha256(value) for _, value in versions],
     }
 
 
@@ -347,10 +342,10 @@ def _verify(request: DeletionRequest, inventory: dict[str, Any]) -> dict[str, An
         model = UserPreference if inventory["model"] == "UserPreference" else StableFact
         by_id["postgres_rows"] = model.objects.filter(pk__in=inventory["row_ids"]).count()
         remaining = model.objects.filter(**inventory["owner"], key=inventory["key"])
+        erased_values = set(inventory["value_hashes"])
         by_hash["postgres_values"] = sum(
-            hashlib.sha256(orjson.dumps(v, option=orjson.OPT_SORT_KEYS)).hexdigest()
-            in set(inventory["value_hashes"])
-            for v in remaining.values_list("value", flat=True)
+            state_sha256(value) in erased_values
+            for value in remaining.values_list("value", flat=True)
         )
         fact_owner = _owner(request, inventory)
         if fact_owner is not None:
@@ -481,7 +476,7 @@ def _complete(request: DeletionRequest, progress: dict[str, Any], checks: dict[s
         "checks": checks,
         "card_content_sha256": inventory.get("card_hashes", []),
     }
-    digest = hashlib.sha256(orjson.dumps(receipt, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    digest = receipt_digest(receipt)
     with transaction.atomic():
         # The probes held erased text and vectors; only counts and hashes outlive the job.
         _save(
@@ -512,5 +507,5 @@ def _complete(request: DeletionRequest, progress: dict[str, Any], checks: dict[s
 
 
 def receipt_digest(receipt: dict[str, Any]) -> str:
-    """Recompute a stored receipt's hash (it must equal `receipt_sha256`)."""
-    return hashlib.sha256(orjson.dumps(receipt, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    """A receipt's hash; recomputed from a stored receipt it must equal `receipt_sha256`."""
+    return state_sha256(receipt)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,10 +62,6 @@ class TriggerCheck:
     path: str
     triggers: dict[str, str] = field(default_factory=dict)
     blocked: str = ""
-
-
-def policy_for(*, tenant: Tenant) -> PromotionPolicy:
-    return PromotionPolicy.objects.filter(tenant=tenant).first() or PromotionPolicy(tenant=tenant)
 
 
 def domain_key_of(item: StmItem) -> str:
@@ -230,18 +226,43 @@ def _has_new_evidence(item: StmItem, rejected: PromotionRequest) -> bool:
     )
 
 
-def _should_skip(item: StmItem, fingerprint: str, tenant: Tenant) -> bool:
-    earlier = list(
-        PromotionRequest.objects.filter(tenant=tenant, fingerprint=fingerprint).order_by(
-            "-created_at"
-        )
+def proposal_blocked(
+    *, tenant: Tenant, fingerprint: str, new_evidence: Callable[[PromotionRequest], bool]
+) -> bool:
+    """Whether the latest proposal of this fingerprint is pending or approved, or was
+    rejected and `new_evidence` finds nothing it did not have."""
+    latest = (
+        PromotionRequest.objects.filter(tenant=tenant, fingerprint=fingerprint)
+        .order_by("-created_at")
+        .first()
     )
-    if not earlier:
+    if latest is None:
         return False
-    latest = earlier[0]
     if latest.status in (ReviewStatus.PENDING, ReviewStatus.APPROVED):
         return True
-    return not _has_new_evidence(item, latest)
+    return not new_evidence(latest)
+
+
+def proposal_record(
+    request: PromotionRequest, *, actor: Actor, details: Mapping[str, Any]
+) -> PromotionRequest | None:
+    """Save a proposal with its audit event; None when the same one was proposed meanwhile."""
+    try:
+        with transaction.atomic():
+            request.save()
+            audit_record(
+                tenant=request.tenant,
+                action=Action.PROPOSE,
+                actor=actor,
+                object_type="promotion_request",
+                object_id=request.request_id,
+                after=request.proposal,
+                end_user_pk=request.end_user_id,
+                details=details,
+            )
+    except IntegrityError:  # one pending request per fingerprint
+        return None
+    return request
 
 
 def new_request_id(prefix: str) -> str:
@@ -249,18 +270,21 @@ def new_request_id(prefix: str) -> str:
 
 
 def promotion_propose(
-    *, tenant: Tenant, item: StmItem, check: TriggerCheck, now: float, origin: str = "scan"
+    *, tenant: Tenant, item: StmItem, check: TriggerCheck, policy: PromotionPolicy, now: float
 ) -> PromotionRequest | None:
     """Record a proposal for one item, unless one is pending, approved or was rejected
     without new evidence since. Returns the new request, if any."""
     fingerprint = _item_fingerprint(item, check.path)
-    if _should_skip(item, fingerprint, tenant):
+    if proposal_blocked(
+        tenant=tenant,
+        fingerprint=fingerprint,
+        new_evidence=lambda rejected: _has_new_evidence(item, rejected),
+    ):
         return None
     end_user = EndUser.objects.filter(tenant=tenant, pk=item.end_user_id).first()
     if end_user is None:
         return None
     proposal = _proposal_for(item, check.path)
-    policy = policy_for(tenant=tenant)
     if check.path == PromotionRequest.Path.POSTGRES:
         existing = _current_value(end_user=end_user, key=proposal["key"], target=proposal["target"])
         current = existing["current"]
@@ -275,7 +299,7 @@ def promotion_propose(
         tenant=tenant,
         end_user=end_user,
         path=check.path,
-        origin=origin,
+        origin=PromotionRequest.Origin.SCAN,
         memory_type=item.memory_type,
         proposal=proposal,
         evidence=_evidence_for(item, check, now),
@@ -283,22 +307,11 @@ def promotion_propose(
         confidence=item.confidence,
         fingerprint=fingerprint,
     )
-    try:
-        with transaction.atomic():
-            request.save()
-            audit_record(
-                tenant=tenant,
-                action=Action.PROPOSE,
-                actor=Actor.job(f"promotion_{origin}"),
-                object_type="promotion_request",
-                object_id=request.request_id,
-                after=proposal,
-                end_user_pk=end_user.pk,
-                details={"path": check.path, "triggers": sorted(check.triggers)},
-            )
-    except IntegrityError:  # proposed concurrently
-        return None
-    return request
+    return proposal_record(
+        request,
+        actor=Actor.job("promotion_scan"),
+        details={"path": check.path, "triggers": sorted(check.triggers)},
+    )
 
 
 @dataclass(frozen=True)
@@ -340,7 +353,7 @@ def promotion_scan(
             examined += 1
             check = promotion_triggers(item, policy=policy, now=now)
             if check.propose and promotion_propose(
-                tenant=owner_tenant, item=item, check=check, now=now
+                tenant=owner_tenant, item=item, check=check, policy=policy, now=now
             ):
                 proposed += 1
     return ScanResult(examined=examined, proposed=proposed, next_cursor=next_cursor)

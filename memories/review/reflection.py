@@ -14,16 +14,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from django.db import IntegrityError, transaction
 
 from memories.ltm.embedder import embedder
-from memories.models import LtmCard, PromotionPolicy, PromotionRequest, ReviewStatus
-from memories.review.audit import Action, Actor, audit_record
+from memories.models import LtmCard, PromotionPolicy, PromotionRequest
+from memories.review.audit import Actor
 from memories.review.promotion import (
     ScanResult,
     new_request_id,
     owners_with_policy,
     promotion_fingerprint,
+    proposal_blocked,
+    proposal_record,
     similar_cards,
 )
 from memories.stm.items import StmItem
@@ -143,16 +144,15 @@ def _propose(
         else ["reflection", sorted(item.fingerprint for item in group)],
     )
     item_ids = [item.id for item in group]
-    latest = (
-        PromotionRequest.objects.filter(tenant=tenant, fingerprint=fingerprint)
-        .order_by("-created_at")
-        .first()
-    )
-    if latest is not None and (
-        latest.status != ReviewStatus.REJECTED
-        or not set(item_ids) - set(latest.evidence.get("stm_item_ids", []))
+    if proposal_blocked(
+        tenant=tenant,
+        fingerprint=fingerprint,
+        # A rejected pattern comes back only with an episode it did not have.
+        new_evidence=lambda rejected: bool(
+            set(item_ids) - set(rejected.evidence.get("stm_item_ids", []))
+        ),
     ):
-        return None  # pending, accepted, or rejected with no new episode since
+        return None
     importance = sum(item.importance for item in group)
     confidence = round(sum(item.confidence for item in group) / len(group), 3)
     proposal = {
@@ -191,19 +191,8 @@ def _propose(
         confidence=confidence,
         fingerprint=fingerprint,
     )
-    try:
-        with transaction.atomic():
-            request.save()
-            audit_record(
-                tenant=tenant,
-                action=Action.PROPOSE,
-                actor=Actor.job("reflection"),
-                object_type="promotion_request",
-                object_id=request.request_id,
-                after=proposal,
-                end_user_pk=end_user.pk,
-                details={"path": "ltm", "origin": "reflection", "items": len(group)},
-            )
-    except IntegrityError:
-        return None
-    return request
+    return proposal_record(
+        request,
+        actor=Actor.job("reflection"),
+        details={"path": "ltm", "origin": "reflection", "items": len(group)},
+    )
