@@ -1,0 +1,544 @@
+"""Evidence recall on LoCoMo (development split) end to end: through the HTTP API, as routed,
+with a real Celery worker.
+
+Two ways of making memory, each in a tenant of its own:
+
+- `pipeline`: every conversation is appended as transcript events only (one service session per
+  LoCoMo session, the session's date as each event's `created_at`, event ids
+  `<conversation>:<dia_id>`); whatever the service makes of them (extraction, indexes) is what
+  recall can find. Nothing is imported.
+- `cards`: every turn is imported as a long-term card (`POST /v1/ltm/cards:import`, source message
+  id = dia_id).
+
+Once the worker has caught up (the time it took is printed as the index lag), every question of
+categories 1-4 is asked through `POST /v1/recall` as routed: a fresh session per question, `k` =
+10, `explain` on. A recalled item counts for the dia_ids its provenance names. The script prints
+any@5/10, all@5/10 and frac@10 overall and per category, how many questions were routed to each
+layer, recall p50/p95 (client side) and each layer's share of the server's time
+(`Server-Timing`). Then at least 100 unrelated queries (small talk and off-topic, zh and en) are
+asked of the same users, and the share that injected nothing is printed.
+
+The service (gunicorn) and the worker run under key, index and collection prefixes of their own;
+everything written is removed afterwards.
+
+    .venv/bin/python benchmarks/locomo_e2e.py                 # both modes
+    .venv/bin/python benchmarks/locomo_e2e.py --mode cards --limit 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import time
+import uuid
+from collections import Counter, defaultdict
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from _setup import LOCOMO, ROOT, clear_prefix_keys, django_setup
+
+RUN = uuid.uuid4().hex[:8]
+MODES = ("pipeline", "cards")
+KS = (5, 10)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+DIA = re.compile(r"D\d+:\d+")
+
+# Small talk and off-topic questions none of the conversations is about. Written for this
+# script, in both languages; nothing in them comes from LoCoMo.
+UNRELATED = [
+    "今天天气怎么样？",
+    "你好",
+    "早上好！",
+    "谢谢你",
+    "讲个笑话吧",
+    "现在几点了？",
+    "一加一等于几？",
+    "帮我翻译一下 hello",
+    "你叫什么名字？",
+    "晚安",
+    "周末快乐",
+    "北京明天会下雨吗？",
+    "推荐一部电影",
+    "怎么煮米饭？",
+    "光速是多少？",
+    "地球到月球多远？",
+    "Python 的列表怎么排序？",
+    "如何写一个快速排序？",
+    "什么是区块链？",
+    "珠穆朗玛峰有多高？",
+    "法国的首都是哪里？",
+    "给我写一首关于秋天的诗",
+    "如何提高睡眠质量？",
+    "今天星期几？",
+    "解释一下相对论",
+    "怎么做番茄炒蛋？",
+    "汇率是多少？",
+    "打开灯",
+    "随便聊聊吧",
+    "嗯嗯",
+    "好的",
+    "收到",
+    "哈哈哈",
+    "你是机器人吗？",
+    "什么是机器学习？",
+    "水的沸点是多少？",
+    "如何学习英语？",
+    "推荐一本书",
+    "长城有多长？",
+    "怎么设置闹钟？",
+    "Kubernetes 是什么？",
+    "帮我算一下 37 乘以 42",
+    "宇宙有多大？",
+    "熊猫吃什么？",
+    "奥运会多久举办一次？",
+    "如何备份手机？",
+    "咖啡因有什么作用？",
+    "什么是量子计算？",
+    "世界上最长的河流是哪条？",
+    "怎么写简历？",
+    "What's the weather like today?",
+    "Hello!",
+    "Good morning",
+    "Thanks a lot",
+    "Tell me a joke",
+    "What time is it?",
+    "What is 2 plus 2?",
+    "How are you doing?",
+    "What's your name?",
+    "Good night",
+    "Have a nice weekend",
+    "Will it rain in London tomorrow?",
+    "Recommend a movie for tonight",
+    "How do I boil an egg?",
+    "What is the speed of light?",
+    "How far is the moon?",
+    "How do I sort a list in Python?",
+    "Write a quicksort in Rust",
+    "What is a blockchain?",
+    "How tall is Mount Everest?",
+    "What is the capital of Australia?",
+    "Write a haiku about the sea",
+    "How can I sleep better?",
+    "What day is it today?",
+    "Explain general relativity",
+    "How do I make pancakes?",
+    "What's the euro to dollar rate?",
+    "Turn on the lights",
+    "Let's just chat",
+    "ok",
+    "sure",
+    "lol",
+    "Are you a bot?",
+    "What is machine learning?",
+    "At what temperature does water boil?",
+    "How do I learn French quickly?",
+    "Recommend a science fiction novel",
+    "How long is the Great Wall?",
+    "How do I set an alarm?",
+    "What is Kubernetes?",
+    "What is 37 times 42?",
+    "How big is the universe?",
+    "What do pandas eat?",
+    "How often are the Olympics held?",
+    "How do I back up my phone?",
+    "What does caffeine do?",
+    "What is quantum computing?",
+    "Which is the longest river in the world?",
+    "How do I write a cover letter?",
+    "What is the population of Tokyo?",
+    "How do airplanes stay in the air?",
+    "What's a good stretching routine for the office?",
+    "How do I reset my router?",
+    "Who invented the telephone?",
+    "What is inflation?",
+]
+
+
+# --- the data ------------------------------------------------------------------------------------
+def session_names(conversation: dict) -> list[str]:
+    sessions = conversation["conversation"]
+    return sorted(
+        (n for n in sessions if re.fullmatch(r"session_\d+", n)), key=lambda n: int(n[8:])
+    )
+
+
+def turn_text(turn: dict) -> str:
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" [shares image: {turn['blip_caption']}]"
+    return text
+
+
+def session_start(raw: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' as an aware datetime (UTC)."""
+    return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def evidence_ids(raw: list[str], known: set[str]) -> list[str]:
+    """Split malformed entries ("D8:6; D9:17"), repair "D:11:26" and "D30:05"; keep known ids."""
+    found = []
+    for entry in raw:
+        for part in re.split(r"[;,\s]+", entry):
+            match = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
+            if match and f"D{match.group(1)}:{match.group(2)}" in known:
+                found.append(f"D{match.group(1)}:{match.group(2)}")
+    return sorted(set(found))
+
+
+# --- HTTP ----------------------------------------------------------------------------------------
+class Api:
+    def __init__(self, port: int, secret: str) -> None:
+        self._port = port
+        self._headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+        self._conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any, dict[str, str]]:
+        payload = json.dumps(body) if body is not None else None
+        for attempt in range(3):
+            try:
+                self._conn.request(method, path, body=payload, headers=self._headers)
+                response = self._conn.getresponse()
+                data = response.read()
+                break
+            except (ConnectionError, http.client.HTTPException):
+                if attempt == 2:
+                    raise
+                self._conn = http.client.HTTPConnection("127.0.0.1", self._port, timeout=120)
+        headers = {k.lower(): v for k, v in response.getheaders()}
+        return response.status, (json.loads(data) if data else None), headers
+
+    def ok(self, method: str, path: str, body: Any = None) -> Any:
+        status, data, _ = self.call(method, path, body)
+        if status >= 300:
+            raise SystemExit(f"{method} {path} answered {status}: {str(data)[:300]}")
+        return data
+
+
+# --- the service -------------------------------------------------------------------------------
+def settings_env() -> dict[str, str]:
+    return {
+        "REDIS_KEY_PREFIX": f"bench-e2e-{RUN}",
+        "ELASTICSEARCH_INDEX_PREFIX": f"bench-e2e-{RUN}",
+        "MILVUS_COLLECTION_PREFIX": f"bench_e2e_{RUN}",
+        "CELERY_QUEUE": f"bench-e2e-{RUN}",
+        "SECURE_COOKIES": "0",
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_service(port: int, workers: int) -> list[subprocess.Popen]:
+    env = {**os.environ, **settings_env()}
+    venv = ROOT / ".venv" / "bin"
+    logs = ROOT / "var"
+    logs.mkdir(exist_ok=True)
+    web = subprocess.Popen(
+        [str(venv / "gunicorn"), "memoryproject.wsgi", "--bind", f"127.0.0.1:{port}",
+         "--workers", str(workers), "--timeout", "120", "--log-level", "warning"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        stderr=(logs / "bench-e2e-web.log").open("w"),
+    )  # fmt: skip
+    worker = subprocess.Popen(
+        [str(venv / "celery"), "-A", "memoryproject", "worker", "--concurrency", "1",
+         "--loglevel", "WARNING"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        stderr=(logs / "bench-e2e-worker.log").open("w"),
+    )  # fmt: skip
+    processes = [web, worker]
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                return processes
+        except OSError:
+            time.sleep(0.3)
+    stop(processes)
+    raise SystemExit("the service did not start; see var/bench-e2e-web.log")
+
+
+def stop(processes: list[subprocess.Popen]) -> None:
+    for process in processes:
+        process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def worker_idle() -> bool:
+    """Nothing queued for this run's worker, nothing in flight, no card waiting for its
+    indexes, no transcript waiting for extraction."""
+    import redis
+    from django.conf import settings
+    from django.db.models import F
+
+    from memories.models import LtmOutbox
+    from transcripts.models import Session
+
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    queued = broker.llen(settings.CELERY_TASK_DEFAULT_QUEUE)
+    in_flight = sum(
+        1 for raw in broker.hvals("unacked") if settings.CELERY_TASK_DEFAULT_QUEUE.encode() in raw
+    )
+    lagging = (
+        Session.objects.filter(tenant__slug__startswith=f"bench-e2e-{RUN}")
+        .exclude(extraction_cursor__extracted_seq__gte=F("event_count"))
+        .count()
+    )
+    outbox = LtmOutbox.objects.filter(card__tenant__slug__startswith=f"bench-e2e-{RUN}").count()
+    return queued == 0 and in_flight == 0 and lagging == 0 and outbox == 0
+
+
+def wait_for_worker(limit_seconds: float) -> float:
+    started = time.perf_counter()
+    calm = 0
+    while time.perf_counter() - started < limit_seconds:
+        calm = calm + 1 if worker_idle() else 0
+        if calm >= 3:
+            break
+        time.sleep(1)
+    return time.perf_counter() - started
+
+
+# --- loading ---------------------------------------------------------------------------------
+def load_pipeline(api: Api, conversations: list[dict]) -> int:
+    events = 0
+    for conversation in conversations:
+        user = conversation["sample_id"]
+        sessions = conversation["conversation"]
+        for name in session_names(conversation):
+            start = session_start(sessions[f"{name}_date_time"])
+            batch = [
+                {
+                    "id": f"{user}:{turn['dia_id']}",
+                    "role": "user" if turn["speaker"] == sessions["speaker_a"] else "assistant",
+                    "content": turn_text(turn),
+                    "metadata": {"dia_id": turn["dia_id"], "speaker": turn["speaker"]},
+                    "created_at": (start + timedelta(seconds=30 * i)).isoformat(),
+                }
+                for i, turn in enumerate(sessions[name])
+            ]
+            for offset in range(0, len(batch), 200):
+                api.ok(
+                    "POST",
+                    f"/v1/sessions/{user}-{name}/events",
+                    {"user_id": user, "events": batch[offset : offset + 200]},
+                )
+            events += len(batch)
+    return events
+
+
+def load_cards(api: Api, conversations: list[dict]) -> int:
+    count = 0
+    for conversation in conversations:
+        user = conversation["sample_id"]
+        sessions = conversation["conversation"]
+        cards = []
+        for name in session_names(conversation):
+            for turn in sessions[name]:
+                cards.append(
+                    {
+                        "id": f"{user}:{turn['dia_id']}",
+                        "user_id": user,
+                        "memory_type": "episodic_case",
+                        "summary": turn_text(turn),
+                        "source_refs": {"message_ids": [turn["dia_id"]]},
+                    }
+                )
+        for offset in range(0, len(cards), 250):
+            api.ok("POST", "/v1/ltm/cards:import", {"cards": cards[offset : offset + 250]})
+        count += len(cards)
+    return count
+
+
+# --- asking ----------------------------------------------------------------------------------
+def recalled_dia_ids(item: dict) -> list[str]:
+    """The dia_ids an item stands for, from its provenance (event ids, source refs)."""
+    found = DIA.findall(json.dumps(item.get("provenance", {})))
+    return list(dict.fromkeys(found))
+
+
+def ask(api: Api, user: str, query: str) -> tuple[dict, float, dict[str, float]]:
+    body = {
+        "user_id": user,
+        "session_id": f"q-{uuid.uuid4().hex[:12]}",
+        "query": query,
+        "k": 10,
+        "explain": True,
+    }
+    began = time.perf_counter()
+    status, data, headers = api.call("POST", "/v1/recall", body)
+    elapsed = (time.perf_counter() - began) * 1000
+    if status != 200:
+        raise SystemExit(f"recall answered {status}: {str(data)[:300]}")
+    timing = {}
+    for part in headers.get("server-timing", "").split(","):
+        if ";dur=" in part:
+            name, value = part.strip().split(";dur=")
+            timing[name] = float(value)
+    return data, elapsed, timing
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * share))]
+
+
+def evaluate(api: Api, conversations: list[dict], limit: int) -> dict[str, Any]:
+    scores: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    routed: Counter[str] = Counter()
+    latency: list[float] = []
+    timing_totals: dict[str, float] = defaultdict(float)
+    sources: Counter[str] = Counter()
+    asked = 0
+    for conversation in conversations:
+        user = conversation["sample_id"]
+        sessions = conversation["conversation"]
+        known = {t["dia_id"] for n in session_names(conversation) for t in sessions[n]}
+        for qa in conversation["qa"]:
+            evidence = evidence_ids(qa.get("evidence", []), known)
+            if qa.get("category") not in CATEGORIES or not evidence:
+                continue
+            if limit and asked >= limit:
+                break
+            asked += 1
+            data, elapsed, timing = ask(api, user, qa["question"])
+            latency.append(elapsed)
+            for name, value in timing.items():
+                timing_totals[name] += value
+            asked_layers = [
+                layer
+                for layer, decision in data["explain"]["routing"].items()
+                if isinstance(decision, dict) and decision.get("asked")
+            ]
+            routed["+".join(sorted(asked_layers)) or "none"] += 1
+            for item in data["items"]:
+                sources[item["source"]] += 1
+            # Positions count items, not dia_ids: an item citing three turns uses one slot.
+            by_item = [recalled_dia_ids(item) for item in data["items"]]
+            for k in KS:
+                top = {dia for ids in by_item[:k] for dia in ids}
+                share = sum(e in top for e in evidence) / len(evidence)
+                for group in ("all", CATEGORIES[qa["category"]]):
+                    scores[group][f"any@{k}"].append(share > 0)
+                    scores[group][f"all@{k}"].append(share == 1)
+                    if k == 10:
+                        scores[group]["frac@10"].append(share)
+    return {
+        "asked": asked,
+        "scores": scores,
+        "routed": routed,
+        "latency": latency,
+        "timing": timing_totals,
+        "sources": sources,
+    }
+
+
+def unrelated(api: Api, conversations: list[dict]) -> tuple[int, int, Counter[str]]:
+    empty = total = 0
+    leaked: Counter[str] = Counter()
+    for conversation in conversations:
+        for query in UNRELATED:
+            data, _, _ = ask(api, conversation["sample_id"], query)
+            total += 1
+            if not data["items"]:
+                empty += 1
+            else:
+                leaked[data["items"][0]["source"]] += 1
+    return empty, total, leaked
+
+
+def report(mode: str, result: dict[str, Any], lag: float, made: str) -> None:
+    print(f"\n== {mode}: {made}; worker caught up {lag:.0f}s after the last write")
+    names = ["any@5", "any@10", "all@5", "all@10", "frac@10"]
+    print(f"{'group':<12} {'n':>4} " + " ".join(f"{n:>8}" for n in names))
+    for group in ("all", *CATEGORIES.values()):
+        cells = result["scores"].get(group)
+        if not cells:
+            continue
+        n = len(cells["any@10"])
+        values = " ".join(f"{100 * statistics.mean(cells[name]):8.1f}" for name in names)
+        print(f"{group:<12} {n:>4} {values}")
+    print("routed: " + ", ".join(f"{k} {v}" for k, v in result["routed"].most_common()))
+    print("items by source: " + ", ".join(f"{k} {v}" for k, v in result["sources"].most_common()))
+    latency = result["latency"]
+    print(
+        f"recall (client side): p50 {statistics.median(latency):.1f} ms, "
+        f"p95 {percentile(latency, 0.95):.1f} ms over {len(latency)} requests"
+    )
+    totals = dict(result["timing"])
+    server = totals.pop("total", 0.0) or 1.0
+    shares = ", ".join(
+        f"{name} {100 * value / server:.1f}%" for name, value in sorted(totals.items())
+    )
+    print(f"share of the server's recall time: {shares}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mode", choices=[*MODES, "both"], default="both")
+    parser.add_argument("--limit", type=int, default=0, help="ask at most this many questions")
+    parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument("--no-unrelated", action="store_true")
+    args = parser.parse_args()
+    django_setup(migrate=True, **settings_env())
+    from memories.ltm.search import card_search_index
+    from memories.ltm.vectors import vector_index
+    from memories.services import stores_ensure
+    from profiles.models import Tenant
+    from profiles.services import api_key_create, tenant_create, tenant_delete
+
+    conversations = json.loads(LOCOMO.read_text())
+    stores_ensure()
+    port = free_port()
+    processes = start_service(port, args.web_workers)
+    print(f"run {RUN}: service on port {port}, one worker")
+    try:
+        for mode in MODES if args.mode == "both" else (args.mode,):
+            tenant = tenant_create(slug=f"bench-e2e-{RUN}-{mode}", name=f"LoCoMo e2e {mode}")
+            _, secret = api_key_create(
+                tenant=tenant, name="benchmark", scopes=["read", "write", "admin"]
+            )
+            api = Api(port, secret)
+            began = time.perf_counter()
+            if mode == "pipeline":
+                made = f"{load_pipeline(api, conversations)} events appended"
+            else:
+                made = f"{load_cards(api, conversations)} cards imported"
+            made += f" in {time.perf_counter() - began:.0f}s"
+            lag = wait_for_worker(limit_seconds=1800)
+            result = evaluate(api, conversations, args.limit)
+            report(mode, result, lag, made)
+            if not args.no_unrelated:
+                empty, total, leaked = unrelated(api, conversations)
+                print(
+                    f"unrelated queries injecting nothing: {empty}/{total} "
+                    f"({100 * empty / total:.1f}%); first item of the others by source: "
+                    + (", ".join(f"{k} {v}" for k, v in leaked.most_common()) or "-")
+                )
+    finally:
+        stop(processes)
+        for index in (card_search_index(), vector_index()):
+            index.drop()
+        for tenant in Tenant.objects.filter(slug__startswith=f"bench-e2e-{RUN}"):
+            tenant_delete(tenant=tenant)
+        clear_prefix_keys()
+        print("removed everything written")
+
+
+if __name__ == "__main__":
+    main()
