@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memoryproject.errors import NotFound
+from memoryproject.errors import Conflict, NotFound
 from profiles.models import Tenant
 from transcripts.models import EventRef, Segment, Session
 from transcripts.segments import decode_segment, sha256_hex
@@ -155,3 +155,26 @@ def events_by_ids(
                 if event["seq"] in seqs:
                     events.append({"session_id": sessions[session_pk].external_id, **event})
     return events
+
+
+def session_owner_conflict(session_id: str) -> Conflict:
+    """What an operation on a session answers when it names another user than the session's."""
+    return Conflict(
+        f"Session {session_id!r} belongs to another user.",
+        fields={"user_id": ["Does not match the user this session was started for."]},
+    )
+
+
+def session_of_user(*, tenant: Tenant, session_id: str, user_id: str) -> Session | None:
+    """The tenant's session if it exists and is this user's; None for an unknown or erased
+    session; Conflict when it belongs to another user, as an append to it would answer."""
+    session = (
+        Session.objects.select_related("end_user")
+        .filter(tenant=tenant, external_id=session_id)
+        .first()
+    )
+    if session is None or session.erased_at is not None or session.end_user is None:
+        return None
+    if session.end_user.external_id != user_id:
+        raise session_owner_conflict(session_id)
+    return session
