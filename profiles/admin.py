@@ -17,6 +17,7 @@ from profiles.admin_scoping import (
     ScopedTabularInline,
     VersionedScopedAdmin,
 )
+from profiles.login_throttle import ThrottledAdminAuthenticationForm
 from profiles.models import (
     AgentSetting,
     ApiKey,
@@ -41,6 +42,9 @@ from profiles.services import (
     tenant_save,
     tenants_set_active,
 )
+
+# Failed logins are throttled per username and per client address (profiles.login_throttle).
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 
 @admin.register(Tenant)
