@@ -165,16 +165,16 @@ def session_owner_conflict(session_id: str) -> Conflict:
     )
 
 
-def session_of_user(*, tenant: Tenant, session_id: str, user_id: str) -> Session | None:
-    """The tenant's session if it exists and is this user's; None for an unknown or erased
-    session; Conflict when it belongs to another user, as an append to it would answer."""
-    session = (
-        Session.objects.select_related("end_user")
-        .filter(tenant=tenant, external_id=session_id)
+def session_is_users(*, tenant: Tenant, session_id: str, user_id: str) -> bool:
+    """Whether the tenant's session exists and is this user's (False for an unknown or erased
+    session); Conflict when it belongs to another user, as an append to it would answer."""
+    row = (
+        Session.objects.filter(tenant=tenant, external_id=session_id, erased_at__isnull=True)
+        .values_list("end_user__external_id", flat=True)
         .first()
     )
-    if session is None or session.erased_at is not None or session.end_user is None:
-        return None
-    if session.end_user.external_id != user_id:
+    if row is None:  # unknown, erased, or its user erased
+        return False
+    if row != user_id:
         raise session_owner_conflict(session_id)
-    return session
+    return True

@@ -48,7 +48,7 @@ from memories.stm.store import now_seconds, recall_stm_store
 from memories.vocabulary import Vocabulary, default_vocabulary
 from memoryproject.errors import Invalid, StoreUnavailable
 from profiles.models import Tenant
-from transcripts.selectors import session_of_user
+from transcripts.selectors import session_is_users
 
 logger = logging.getLogger(__name__)
 
@@ -505,7 +505,7 @@ def _session_is_users(tenant: Tenant, request: RecallRequest, trace: _Trace) -> 
     creates no session, user or event. Conflict when the session is another user's."""
     started = time.perf_counter()
     try:
-        session = session_of_user(
+        return session_is_users(
             tenant=tenant, session_id=request.session_id, user_id=request.user_id
         )
     except DatabaseError as exc:
@@ -513,7 +513,6 @@ def _session_is_users(tenant: Tenant, request: RecallRequest, trace: _Trace) -> 
         return True  # unchecked: the effects task appends only to the user's existing session
     finally:
         trace.timed("postgres", started)
-    return session is not None
 
 
 def _record(
