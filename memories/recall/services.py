@@ -239,6 +239,8 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     recall_id = f"rcl_{uuid.uuid4().hex[:20]}"
     if recorded:
         _record(tenant, request, recall_id, owner, injection.items, trace)
+    else:
+        trace.notes.append("the session has not started: this recall is not recorded")
     trace.latency_ms["total"] = round((time.perf_counter() - started) * 1000, 2)
     return RecallResult(
         recall_id=recall_id,

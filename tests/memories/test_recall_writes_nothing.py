@@ -4,6 +4,7 @@ naming another user than the session's is 409, as an append is."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -172,10 +173,11 @@ def test_a_known_users_recall_in_a_new_session_records_nothing(
 ) -> None:
     before = world()
 
-    response = recall(reader, "u_known", "s_new", task_id="checkout")
+    response = recall(reader, "u_known", "s_new", task_id="checkout", explain=True)
 
     assert response.status_code == 200, response.json()
     body = response.json()
+    assert "this recall is not recorded" in " ".join(body["explain"]["notes"])
     assert body["profile_block"]["language"] == "en"
     assert {i["memory_id"] for i in body["items"]} == {known["stm"], known["card"]}
     assert world() == before  # no session, no event, no recall count, no card access
@@ -243,4 +245,35 @@ def test_other_reads_of_an_unknown_user_or_session_create_nothing(
     response = getattr(reader, method)(url, body, format="json") if body else reader.get(url)
 
     assert response.status_code == status, response.json()
+    assert world() == before
+
+
+@pytest.mark.django_db
+def test_a_queued_record_of_a_session_not_started_creates_nothing(tenant, known) -> None:
+    # e.g. queued while PostgreSQL could not say whether the session exists
+    from memories.recall.effects import recall_effects_apply
+
+    before = world()
+
+    recall_effects_apply(
+        records=[
+            {
+                "recall_id": "rcl_unchecked",
+                "tenant_id": tenant.pk,
+                "user_id": user,
+                "end_user_id": end_user,
+                "session_id": "s_new",
+                "task_id": "",
+                "at": time.time(),
+                "stm": [],
+                "ltm": [],
+                "degraded": ["postgres"],
+            }
+            for user, end_user in (
+                ("u_new", None),
+                ("u_known", EndUser.objects.get(external_id="u_known").pk),
+            )
+        ]
+    )
+
     assert world() == before
