@@ -214,6 +214,12 @@ SESSION_COOKIE_SECURE = env.boolean("SECURE_COOKIES", not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 X_FRAME_OPTIONS = "DENY"
+# Admin login throttling, counted in Redis: after this many failed attempts for one username,
+# or from one client address (REMOTE_ADDR), within the window, every attempt is refused until
+# the window ends.
+ADMIN_LOGIN_FAILURES_PER_USERNAME = env.integer("ADMIN_LOGIN_FAILURES_PER_USERNAME", 5, minimum=1)
+ADMIN_LOGIN_FAILURES_PER_IP = env.integer("ADMIN_LOGIN_FAILURES_PER_IP", 20, minimum=1)
+ADMIN_LOGIN_WINDOW_SECONDS = env.integer("ADMIN_LOGIN_WINDOW_SECONDS", 900, minimum=1)
 
 LOG_LEVEL = env.string("LOG_LEVEL", "INFO")
 LOGGING = {

@@ -17,6 +17,7 @@ from profiles.admin_scoping import (
     ScopedTabularInline,
     VersionedScopedAdmin,
 )
+from profiles.login_throttle import ThrottledAdminAuthenticationForm
 from profiles.models import (
     AgentSetting,
     ApiKey,
@@ -31,7 +32,19 @@ from profiles.models import (
     UserProjectRole,
     Workspace,
 )
-from profiles.services import api_key_create, api_key_revoke, preference_set, tenant_delete
+from profiles.services import (
+    api_key_create,
+    api_key_revoke,
+    api_key_update,
+    api_keys_revoke,
+    preference_set,
+    tenant_delete,
+    tenant_save,
+    tenants_set_active,
+)
+
+# Failed logins are throttled per username and per client address (profiles.login_throttle).
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 
 @admin.register(Tenant)
@@ -39,6 +52,7 @@ class TenantAdmin(ScopedModelAdmin):
     list_display = ("slug", "name", "is_active", "created_at")
     search_fields = ("slug", "name")
     list_filter = ("is_active",)
+    actions = ("deactivate_tenants", "activate_tenants")
 
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
         return request.user.is_superuser
@@ -49,12 +63,31 @@ class TenantAdmin(ScopedModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return request.user.is_superuser
 
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        tenant_save(tenant=obj)  # a deactivated tenant's keys are refused from the next request
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        # tenant_delete removes every row of the tenant at once; the per-model permissions,
+        # which forbid deleting keys or versions one by one, do not apply to it.
+        deleted, counts, _, protected = super().get_deleted_objects(objs, request)
+        return deleted, counts, set(), protected
+
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
         tenant_delete(tenant=obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
         for tenant in queryset:
             tenant_delete(tenant=tenant)
+
+    @admin.action(description="Deactivate selected tenants (their API keys stop working)")
+    def deactivate_tenants(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
+        changed = tenants_set_active(tenants=queryset, is_active=False)
+        self.message_user(request, f"Deactivated {changed} tenant(s).")
+
+    @admin.action(description="Activate selected tenants")
+    def activate_tenants(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
+        changed = tenants_set_active(tenants=queryset, is_active=True)
+        self.message_user(request, f"Activated {changed} tenant(s).")
 
 
 @admin.register(TenantMembership)
@@ -166,6 +199,11 @@ class ApiKeyForm(forms.ModelForm):
     scopes = forms.MultipleChoiceField(
         choices=ApiKey.Scope.choices, widget=forms.CheckboxSelectMultiple
     )
+    revoke = forms.BooleanField(
+        required=False,
+        label="Revoke this key",
+        help_text="Requests with it answer 401 from the next one on; this cannot be undone.",
+    )
 
     class Meta:
         model = ApiKey
@@ -194,13 +232,19 @@ class ApiKeyAdmin(ScopedModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is not None:
-            return (*self.readonly_fields, "tenant", "scopes")
+            return (*self.readonly_fields, "tenant")
         return ()
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
             return ("tenant", "name", "scopes")
-        return ("tenant", "name", "scopes", *self.readonly_fields)
+        if obj.revoked_at is not None:  # shown read-only (see has_change_permission)
+            return ("tenant", "name", "scopes", *self.readonly_fields)
+        return ("tenant", "name", "scopes", "revoke", *self.readonly_fields)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        active = obj is None or obj.revoked_at is None
+        return active and super().has_change_permission(request, obj)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -208,7 +252,10 @@ class ApiKeyAdmin(ScopedModelAdmin):
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         self.check_tenant(request, obj)
         if change:
-            obj.save(update_fields=["name"])
+            # Fewer scopes, or a revocation, hold from the key's next request on.
+            api_key_update(api_key=obj, name=obj.name, scopes=form.cleaned_data["scopes"])
+            if form.cleaned_data.get("revoke"):
+                api_key_revoke(api_key=obj)
             return
         created, secret = api_key_create(
             tenant=obj.tenant,
@@ -222,5 +269,5 @@ class ApiKeyAdmin(ScopedModelAdmin):
 
     @admin.action(description="Revoke selected keys")
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
-        revoked = [api_key_revoke(api_key=key) for key in queryset if key.revoked_at is None]
-        self.message_user(request, f"Revoked {len(revoked)} key(s).")
+        revoked = api_keys_revoke(keys=queryset)
+        self.message_user(request, f"Revoked {revoked} key(s).")

@@ -6,10 +6,14 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.utils import timezone
 
 from profiles.models import ApiKey, Project, Tenant, TenantMembership, Workspace
-from profiles.services import api_key_create, end_user_get_or_create, preference_set
+from profiles.services import (
+    api_key_create,
+    api_keys_revoke,
+    end_user_get_or_create,
+    preference_set,
+)
 
 DEMO_KEY_NAME = "demo key"
 
@@ -49,9 +53,7 @@ def demo_seed(*, username: str, password: str) -> DemoSeed:
     for role in TenantMembership.Role.values:
         TenantMembership.objects.get_or_create(user=user, tenant=tenant, role=role)
 
-    ApiKey.objects.filter(tenant=tenant, name=DEMO_KEY_NAME, revoked_at__isnull=True).update(
-        revoked_at=timezone.now()
-    )
+    api_keys_revoke(keys=ApiKey.objects.filter(tenant=tenant, name=DEMO_KEY_NAME))
     _, secret = api_key_create(
         tenant=tenant, name=DEMO_KEY_NAME, scopes=["read", "write", "admin"], created_by=user
     )

@@ -1,8 +1,11 @@
 """Redis cache of API-key lookups, so authenticating a request costs no database query.
 
-Entries are removed when their key or its tenant changes (after commit), so a revoked key or a
-deactivated tenant is refused by every process at once; a TTL bounds anything missed while
-Redis was unreachable. Any Redis error falls back to PostgreSQL.
+Every service that narrows or ends a key (revocation, new scopes, its tenant changed,
+deactivated or deleted; `profiles.services.api_key_cache_forget`) removes its entry after
+commit, so every process refuses it from the next request on. A removed entry leaves a short
+marker behind, which keeps a lookup that read the key from PostgreSQL just before the change
+from caching the old row just after it. The TTL bounds anything missed while Redis was
+unreachable. Any Redis error falls back to PostgreSQL.
 """
 
 from __future__ import annotations
@@ -22,6 +25,19 @@ from profiles.models import ApiKey, Tenant
 
 logger = logging.getLogger(__name__)
 TTL_SECONDS = 300
+# A forgotten entry stays a marker this long: longer than any lookup takes between reading
+# PostgreSQL and writing the cache, so no lookup can cache a row read before the change.
+FORGOTTEN_SECONDS = 60
+FORGOTTEN = b"-"
+# Rewrite an entry only while it holds a key (not when missing or a marker).
+REFRESH_CACHED = """
+local current = redis.call('GET', KEYS[1])
+if current and current ~= ARGV[2] then
+  redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
+  return 1
+end
+return 0
+"""
 
 
 class ApiKeyCache:
@@ -29,6 +45,7 @@ class ApiKeyCache:
 
     def __init__(self, client: Any) -> None:
         self._client = client
+        self._refresh = client.register_script(REFRESH_CACHED)
 
     def get(self, key_hash: str) -> ApiKey | None:
         try:
@@ -36,11 +53,16 @@ class ApiKeyCache:
         except RedisError:
             logger.warning("API key cache unavailable", exc_info=True)
             return None
-        return _from_document(orjson.loads(raw)) if raw else None
+        if not raw or raw == FORGOTTEN:
+            return None
+        return _from_document(orjson.loads(raw))
 
     def put(self, api_key: ApiKey) -> None:
+        """Cache a key just read from PostgreSQL, unless its entry was forgotten meanwhile."""
         try:
-            self._client.set(keys.api_key(api_key.key_hash), _document(api_key), ex=TTL_SECONDS)
+            self._client.set(
+                keys.api_key(api_key.key_hash), _document(api_key), ex=TTL_SECONDS, nx=True
+            )
         except RedisError:
             logger.warning("API key cache unavailable", exc_info=True)
 
@@ -48,8 +70,8 @@ class ApiKeyCache:
         """Rewrite a cached entry (say, its last use) only while it is cached: an entry
         removed because the key was revoked is never brought back."""
         try:
-            self._client.set(
-                keys.api_key(api_key.key_hash), _document(api_key), xx=True, keepttl=True
+            self._refresh(
+                keys=[keys.api_key(api_key.key_hash)], args=[_document(api_key), FORGOTTEN]
             )
         except RedisError:
             logger.warning("API key cache unavailable", exc_info=True)
@@ -62,10 +84,14 @@ class ApiKeyCache:
             return True
 
     def forget(self, key_hashes: Sequence[str]) -> None:
+        """Remove these keys' entries, leaving a marker that refuses a stale `put`."""
         if not key_hashes:
             return
         try:
-            self._client.delete(*(keys.api_key(h) for h in key_hashes))
+            pipe = self._client.pipeline(transaction=False)
+            for key_hash in key_hashes:
+                pipe.set(keys.api_key(key_hash), FORGOTTEN, ex=FORGOTTEN_SECONDS)
+            pipe.execute()
         except RedisError:
             logger.warning("API key cache entries not removed (they expire)", exc_info=True)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, Invalid
@@ -39,13 +40,7 @@ def api_key_create(
     created_by: User | None = None,
 ) -> tuple[ApiKey, str]:
     """Create a key and return it with its secret, which is shown once and never stored."""
-    scope_list = sorted(set(scopes))
-    unknown = set(scope_list) - set(ApiKey.Scope.values)
-    if unknown or not scope_list:
-        raise Invalid(
-            "Scopes must be a non-empty subset of read, write, admin.",
-            fields={"scopes": [f"Unknown scope(s): {', '.join(sorted(unknown)) or 'none given'}"]},
-        )
+    scope_list = _valid_scopes(scopes)
     prefix = secrets.token_hex(6)
     secret = f"mk_{prefix}_{secrets.token_urlsafe(32)}"
     api_key = ApiKey.objects.create(
@@ -59,11 +54,65 @@ def api_key_create(
     return api_key, secret
 
 
+def _valid_scopes(scopes: Iterable[str]) -> list[str]:
+    scope_list = sorted(set(scopes))
+    unknown = set(scope_list) - set(ApiKey.Scope.values)
+    if unknown or not scope_list:
+        raise Invalid(
+            "Scopes must be a non-empty subset of read, write, admin.",
+            fields={"scopes": [f"Unknown scope(s): {', '.join(sorted(unknown)) or 'none given'}"]},
+        )
+    return scope_list
+
+
+def api_key_cache_forget(*, key_hashes: Iterable[str]) -> None:
+    """Drop the cached lookups of these keys as soon as the current transaction commits.
+
+    Every change that can narrow or end a key (revocation, new scopes, its tenant changed,
+    deactivated or deleted) goes through a service here that calls this, so the very next
+    request with the key is authenticated from PostgreSQL. Signals would not do: queryset
+    updates and bulk deletes skip them.
+    """
+    hashes = sorted(set(key_hashes))
+    if not hashes:
+        return
+    from profiles.key_cache import api_key_cache
+
+    transaction.on_commit(lambda: api_key_cache().forget(hashes))
+
+
+def api_keys_revoke(*, keys: QuerySet[ApiKey]) -> int:
+    """Revoke every active key of `keys` in one step; later requests with them answer 401.
+
+    Returns how many keys were revoked (keys revoked before are left as they are).
+    """
+    with transaction.atomic():
+        active = ApiKey.objects.select_for_update().filter(
+            pk__in=keys.values("pk"), revoked_at__isnull=True
+        )
+        hashes = list(active.values_list("key_hash", flat=True))
+        revoked = ApiKey.objects.filter(key_hash__in=hashes).update(revoked_at=timezone.now())
+        api_key_cache_forget(key_hashes=hashes)
+    return revoked
+
+
 def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
     """Revoke a key at once; later requests with it answer 401."""
-    if api_key.revoked_at is None:
-        api_key.revoked_at = timezone.now()
-        api_key.save(update_fields=["revoked_at"])
+    api_keys_revoke(keys=ApiKey.objects.filter(pk=api_key.pk))
+    api_key.refresh_from_db(fields=["revoked_at"])
+    return api_key
+
+
+def api_key_update(*, api_key: ApiKey, name: str, scopes: Iterable[str]) -> ApiKey:
+    """Rename a key or change its scopes; fewer scopes hold from the next request on."""
+    scope_list = _valid_scopes(scopes)
+    with transaction.atomic():
+        locked = ApiKey.objects.select_for_update().get(pk=api_key.pk)
+        if locked.revoked_at is not None:
+            raise Conflict("A revoked key cannot be changed.")
+        api_key.name, api_key.scopes = name, scope_list
+        api_key.save(update_fields=["name", "scopes"])
+        api_key_cache_forget(key_hashes=[locked.key_hash])
     return api_key
 
 
@@ -296,12 +345,42 @@ def tenant_create(*, slug: str, name: str) -> Tenant:
     return tenant
 
 
+def tenant_save(*, tenant: Tenant) -> Tenant:
+    """Save a tenant edited by an admin; its keys' cached lookups (which carry the tenant's
+    slug, name and active flag) are dropped, so a deactivation holds from the next request."""
+    with transaction.atomic():
+        tenant.save()
+        _forget_keys_of(tenant_ids=[tenant.pk])
+    return tenant
+
+
+def tenants_set_active(*, tenants: QuerySet[Tenant], is_active: bool) -> int:
+    """Activate or deactivate tenants in one step; a deactivated tenant's keys answer 401
+    from the next request on. Returns how many tenants changed."""
+    with transaction.atomic():
+        pks = list(tenants.select_for_update().values_list("pk", flat=True))
+        changed = (
+            Tenant.objects.filter(pk__in=pks)
+            .exclude(is_active=is_active)
+            .update(is_active=is_active)
+        )
+        _forget_keys_of(tenant_ids=pks)
+    return changed
+
+
+def _forget_keys_of(*, tenant_ids: Sequence[int]) -> None:
+    hashes = ApiKey.objects.filter(tenant_id__in=tenant_ids, revoked_at__isnull=True)
+    api_key_cache_forget(key_hashes=hashes.values_list("key_hash", flat=True))
+
+
 @transaction.atomic
 def tenant_delete(*, tenant: Tenant) -> None:
-    """Remove a tenant and every PostgreSQL row it holds, its audit trail included.
+    """Remove a tenant and every PostgreSQL row it holds, its audit trail included; its keys
+    answer 401 from the next request on.
 
     Audit events refuse deletion unless the transaction says it removes whole tenants.
     """
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL memory.audit_purge = 'on'")
+    _forget_keys_of(tenant_ids=[tenant.pk])
     tenant.delete()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memoryproject.errors import NotFound
+from memoryproject.errors import Conflict, NotFound
 from profiles.models import Tenant
 from transcripts.models import EventRef, Segment, Session
 from transcripts.segments import decode_segment, sha256_hex
@@ -155,3 +155,26 @@ def events_by_ids(
                 if event["seq"] in seqs:
                     events.append({"session_id": sessions[session_pk].external_id, **event})
     return events
+
+
+def session_owner_conflict(session_id: str) -> Conflict:
+    """What an operation on a session answers when it names another user than the session's."""
+    return Conflict(
+        f"Session {session_id!r} belongs to another user.",
+        fields={"user_id": ["Does not match the user this session was started for."]},
+    )
+
+
+def session_is_users(*, tenant: Tenant, session_id: str, user_id: str) -> bool:
+    """Whether the tenant's session exists and is this user's (False for an unknown or erased
+    session); Conflict when it belongs to another user, as an append to it would answer."""
+    row = (
+        Session.objects.filter(tenant=tenant, external_id=session_id, erased_at__isnull=True)
+        .values_list("end_user__external_id", flat=True)
+        .first()
+    )
+    if row is None:  # unknown, erased, or its user erased
+        return False
+    if row != user_id:
+        raise session_owner_conflict(session_id)
+    return True

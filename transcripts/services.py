@@ -11,11 +11,12 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from memoryproject.errors import Conflict, Gone
+from memoryproject.errors import Conflict, Gone, NotFound
 from profiles.models import Tenant
 from profiles.services import end_user_get_or_create
 from transcripts.models import EventRef, Segment, Session
 from transcripts.segments import encode_segment, event_digest, sha256_hex
+from transcripts.selectors import session_owner_conflict
 from transcripts.signals import events_appended
 from transcripts.storage import segment_delete, segment_write
 
@@ -63,18 +64,24 @@ def events_append(
     user_id: str,
     events: Sequence[EventIn],
     task_id: str = "",
+    create_session: bool = True,
 ) -> AppendResult:
     """Append a validated batch to a session as one segment, all or nothing.
 
     Appends to one session are serialised by a row lock, so they never interleave. A retry
     that carries the same client ids and content returns the original ids and writes nothing;
-    the same ids with other content is a Conflict.
+    the same ids with other content is a Conflict. Without `create_session` only an existing
+    session of the user is appended to (NotFound otherwise), and no user is created.
     """
     stored_name = ""
     try:
         with transaction.atomic():
             session = _locked_session(
-                tenant=tenant, session_id=session_id, user_id=user_id, task_id=task_id
+                tenant=tenant,
+                session_id=session_id,
+                user_id=user_id,
+                task_id=task_id,
+                create=create_session,
             )
             replay = _replayed_ids(session=session, events=events)
             if replay is not None:
@@ -100,10 +107,15 @@ def events_append(
         raise
 
 
-def _locked_session(*, tenant: Tenant, session_id: str, user_id: str, task_id: str) -> Session:
-    """The session row, locked for this transaction; created (with its user) on first append."""
+def _locked_session(
+    *, tenant: Tenant, session_id: str, user_id: str, task_id: str, create: bool = True
+) -> Session:
+    """The session row, locked for this transaction; created (with its user) on first append
+    unless `create` is off (then an unknown session is NotFound)."""
     lookup = Session.objects.select_for_update(of=("self",)).select_related("end_user")
     session = lookup.filter(tenant=tenant, external_id=session_id).first()
+    if session is None and not create:
+        raise NotFound(f"No session {session_id!r}.")
     if session is None:
         end_user = end_user_get_or_create(tenant=tenant, external_id=user_id)
         try:
@@ -117,10 +129,7 @@ def _locked_session(*, tenant: Tenant, session_id: str, user_id: str, task_id: s
     if session.erased_at is not None or session.end_user is None:
         raise Gone(f"Session {session_id!r} was erased.")
     if session.end_user.external_id != user_id:
-        raise Conflict(
-            f"Session {session_id!r} belongs to another user.",
-            fields={"user_id": ["Does not match the user this session was started for."]},
-        )
+        raise session_owner_conflict(session_id)
     return session
 
 

@@ -16,7 +16,7 @@ from memories.stm.selectors import stm_items_for
 from memoryproject.errors import Invalid, StoreUnavailable
 from profiles.models import Tenant
 from transcripts.models import Session
-from transcripts.selectors import events_after, session_for
+from transcripts.selectors import events_after, session_for, session_owner_conflict
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +52,8 @@ def session_compress(
 ) -> SessionCompression:
     """The tenant's session compressed to `budget_tokens` for the next model turn.
 
-    NotFound for unknown and other tenants' sessions; Invalid for a budget out of range or a
-    `user_id` that is not the session's user.
+    NotFound for unknown and other tenants' sessions; Invalid for a budget out of range;
+    Conflict (as an append answers) for a `user_id` that is not the session's user.
     """
     if not MIN_BUDGET_TOKENS <= budget_tokens <= MAX_BUDGET_TOKENS:
         raise Invalid(
@@ -63,10 +63,7 @@ def session_compress(
     session = session_for(tenant=tenant, session_id=session_id)
     owner_id = session_user_id(session)
     if user_id and owner_id != user_id:
-        raise Invalid(
-            "The user is not this session's user.",
-            fields={"user_id": ["Does not match the user this session was started for."]},
-        )
+        raise session_owner_conflict(session_id)
     after = max(0, session.event_count - MAX_EVENTS)
     events = events_after(session=session, after=after, limit=MAX_EVENTS).events
     items: list[StmItem] = []

@@ -154,9 +154,10 @@ def _append_events(records: Sequence[dict[str, Any]]) -> None:
                 user_id=user_id,
                 events=events,
                 task_id=session_records[-1]["task_id"],
+                create_session=False,  # a recall creates no session and no user
             )
         except DomainError as exc:
-            # e.g. the session belongs to another user: the recall is still in the logs.
+            # e.g. the session is unknown or another user's: the recall is still in the logs.
             logger.warning("recall events of %s not recorded: %s", session_id, exc)
 
 

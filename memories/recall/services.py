@@ -48,6 +48,7 @@ from memories.stm.store import now_seconds, recall_stm_store
 from memories.vocabulary import Vocabulary, default_vocabulary
 from memoryproject.errors import Invalid, StoreUnavailable
 from profiles.models import Tenant
+from transcripts.selectors import session_is_users
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +119,8 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         )
     trace = _Trace()
     started = time.perf_counter()
+    # 0. A recall names its session's own user (or a session yet to start) and creates nothing.
+    recorded = _session_is_users(tenant, request, trace)
 
     # 1. Layer 1 from the cache; the tenant document is needed for the word lists and policy.
     tenant_cached, user_cached = _read_cache(tenant, request.user_id, trace)
@@ -234,7 +237,10 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         trace.dropped.append(Dropped(memory_id, source, "over the token budget"))
 
     recall_id = f"rcl_{uuid.uuid4().hex[:20]}"
-    _record(tenant, request, recall_id, owner, injection.items, trace)
+    if recorded:
+        _record(tenant, request, recall_id, owner, injection.items, trace)
+    else:
+        trace.notes.append("the session has not started: this recall is not recorded")
     trace.latency_ms["total"] = round((time.perf_counter() - started) * 1000, 2)
     return RecallResult(
         recall_id=recall_id,
@@ -496,6 +502,21 @@ def _weighted(
 
 
 # --- side effects ----------------------------------------------------------------------------
+def _session_is_users(tenant: Tenant, request: RecallRequest, trace: _Trace) -> bool:
+    """Whether the recall is recorded: only in an existing session of its user, so a read key
+    creates no session, user or event. Conflict when the session is another user's."""
+    started = time.perf_counter()
+    try:
+        return session_is_users(
+            tenant=tenant, session_id=request.session_id, user_id=request.user_id
+        )
+    except DatabaseError as exc:
+        trace.fail("postgres", _why(exc))
+        return True  # unchecked: the effects task appends only to the user's existing session
+    finally:
+        trace.timed("postgres", started)
+
+
 def _record(
     tenant: Tenant,
     request: RecallRequest,

@@ -107,6 +107,11 @@ def throttle(*, api_key_id: int, window: int) -> str:
     return f"{_prefix()}:throttle:{api_key_id}:{window}"
 
 
+def admin_login_failures(*, by: str, digest: str) -> str:
+    """Failed admin logins in the current window, `by` "username" or "ip" (a digest of it)."""
+    return f"{_prefix()}:login-failures:{by}:{digest}"
+
+
 def all_keys_pattern() -> str:
     """Glob matching every key of this deployment (used to clean up test runs)."""
     return f"{_prefix()}:*"

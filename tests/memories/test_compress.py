@@ -471,7 +471,6 @@ def stm_snapshot() -> dict[bytes, dict]:
         ({"budget_tokens": 10**9}, "budget_tokens"),
         ({"budget_tokens": 500, "user_id": "u 1"}, "user_id"),
         ({"budget_tokens": 500, "user_id": 7}, "user_id"),
-        ({"budget_tokens": 500, "user_id": "u_other"}, "user_id"),
     ],
 )
 def test_bad_input_is_400_and_changes_nothing(
@@ -484,6 +483,26 @@ def test_bad_input_is_400_and_changes_nothing(
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "invalid" and field in error["fields"]
+    assert stm_snapshot() == before
+    assert Session.objects.count() == 1 and EventRef.objects.count() == session.event_count
+
+
+@pytest.mark.django_db
+def test_another_users_session_is_a_conflict_as_for_append(
+    owner: APIClient, session: Session
+) -> None:
+    before = stm_snapshot()
+
+    body = {"budget_tokens": 500, "user_id": "u_other"}
+    response = owner.post(compress_url(), body, format="json")
+    append = owner.post(
+        reverse("transcripts:events", kwargs={"session_id": session.external_id}),
+        {"user_id": "u_other", "events": [{"role": "user", "content": "hi"}]},
+        format="json",
+    )
+
+    assert response.status_code == append.status_code == 409
+    assert response.json() == append.json()
     assert stm_snapshot() == before
     assert Session.objects.count() == 1 and EventRef.objects.count() == session.event_count
 

@@ -113,6 +113,18 @@ def import_cards(tenant, cards) -> dict[str, str]:
     return {card.external_id: card.memory_id for card, _ in results}
 
 
+def start_session(client: APIClient, *, user: str = "u_42", session: str = "s_1") -> str:
+    """The session's first event, appended by its user's agent (recall records only into an
+    existing session of its user); a system event, so nothing is extracted from it."""
+    response = client.post(
+        reverse("transcripts:events", kwargs={"session_id": session}),
+        {"user_id": user, "events": [{"id": "m_start", "role": "system", "content": "start"}]},
+        format="json",
+    )
+    assert response.status_code == 201, response.json()
+    return "m_start"
+
+
 def recall(client: APIClient, **fields):
     body = {"user_id": "u_42", "session_id": "s_1", "query": QUERY, "explain": True, **fields}
     response = client.post(RECALL, body, format="json")
@@ -276,6 +288,7 @@ def test_the_budget_is_kept_shortening_before_dropping(tenant, owner, seeded) ->
 def test_each_recall_is_recorded_in_the_transcript_and_counts_access(
     tenant, owner: APIClient, seeded
 ) -> None:
+    start_session(owner)
     body = recall(owner, task_id="bug456")
     injected = [item["memory_id"] for item in body["items"]]
 
@@ -327,11 +340,10 @@ def test_another_tenant_never_sees_these_memories(owner, stranger: APIClient, se
     assert body["items"] == []
     assert body["profile_block"] == {} and "permission_scope" not in body["injection_text"]
     assert "数据库" not in body["injection_text"] and "线程池" not in body["injection_text"]
-    # The event went to the stranger's own session; the owner's has none.
+    # Neither tenant has that session now: a recall creates none.
     events_url = reverse("transcripts:events", kwargs={"session_id": "s_1"})
     assert owner.get(events_url).status_code == 404
-    events = stranger.get(events_url).json()["events"]
-    assert [e["id"] for e in events] == [body["recall_id"]]
+    assert stranger.get(events_url).status_code == 404
 
 
 @pytest.mark.django_db
@@ -426,6 +438,7 @@ def test_recall_answers_without_redis(
     tenant, owner, own_redis, django_capture_on_commit_callbacks
 ) -> None:
     seed_profile(tenant, owner, django_capture_on_commit_callbacks)
+    start_session(owner)
     stm_id = propose(owner, DIAGNOSIS[1:2])[0]
     cards = import_cards(tenant, [PAST_CASE])
     assert stm_id in [i["memory_id"] for i in recall(owner, task_id="bug456")["items"]]
@@ -560,6 +573,7 @@ def test_applying_recall_effects_twice_records_each_recall_once(
 ) -> None:
     from memories.recall.effects import recall_effects_apply
 
+    start = start_session(owner)
     first = recall(owner, task_id="bug456")
     second = recall(owner, task_id="bug456", query="下一步做什么？")
     events_url = reverse("transcripts:events", kwargs={"session_id": "s_1"})
@@ -582,4 +596,4 @@ def test_applying_recall_effects_twice_records_each_recall_once(
     recall_effects_apply(records=records[1:])  # the second recall's event, delivered again
 
     ids = [e["id"] for e in owner.get(events_url).json()["events"]]
-    assert ids == [first["recall_id"], second["recall_id"]]
+    assert ids == [start, first["recall_id"], second["recall_id"]]

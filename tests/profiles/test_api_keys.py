@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 
 from profiles.key_cache import api_key_cache
 from profiles.models import ApiKey
-from profiles.services import api_key_create, api_key_revoke
+from profiles.services import api_key_create, api_key_revoke, tenant_save
 from transcripts.models import Session
 
 
@@ -75,7 +75,7 @@ def test_keys_of_a_deactivated_tenant_are_refused(
     assert client.get(events_url()).status_code == 404  # authenticated (and now cached)
     with django_capture_on_commit_callbacks(execute=True):
         tenant.is_active = False
-        tenant.save()
+        tenant_save(tenant=tenant)
     assert client.get(events_url()).status_code == 401
 
 
