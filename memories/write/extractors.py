@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from memories.vocabulary import Vocabulary
 from memories.write.candidates import Candidate, MemoryType, SourceKind
+from memories.write.statements import (
+    KIND_CONFIDENCE,
+    REMEMBERED_CONFIDENCE,
+    Kind,
+    Reading,
+    read_sentence,
+    sentences_with_ends,
+    weight_of,
+    without_leads,
+)
 
 MAX_SENTENCE_CHARS = 300
 MAX_TOOL_SUMMARY_CHARS = 200
@@ -24,12 +33,6 @@ MAX_TOOL_ENTITIES = 8
 # "remember" message once its remember phrase is removed is taken as filler, not content.
 BARE_REMEMBER_WEIGHT = 4
 MIN_ERROR_STATUS = 400
-
-# CJK punctuation and newlines always end a sentence; ASCII punctuation only before
-# whitespace, so `3.11`, `node.js` and `?q=1` stay whole.
-SENTENCE_END = re.compile(r"[。！？；\n]+|[.!?;]+(?=\s|$)")
-LATIN_WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
-CJK_CHAR = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
 @dataclass(frozen=True)
@@ -65,15 +68,30 @@ class _Kind:
     importance: float
 
 
-EXCLUSION = _Kind("exclusion", MemoryType.FACT, "exclusion", 0.9, 0.7)
-CONSTRAINT = _Kind("constraint", MemoryType.CONSTRAINT, "user_constraint", 0.9, 0.8)
-DECISION = _Kind("decision", MemoryType.DECISION, "decision", 0.85, 0.7)
-PREFERENCE = _Kind("preference", MemoryType.PREFERENCE, "user_preference", 0.85, 0.6)
-USER_KINDS = (EXCLUSION, CONSTRAINT, DECISION, PREFERENCE)  # in order of precedence
-ASSISTANT_KINDS = (EXCLUSION, DECISION)
+KINDS = {
+    kind.name: kind
+    for kind in (
+        _Kind(Kind.EXCLUSION, MemoryType.FACT, "exclusion", KIND_CONFIDENCE[Kind.EXCLUSION], 0.7),
+        _Kind(
+            Kind.CONSTRAINT,
+            MemoryType.CONSTRAINT,
+            "user_constraint",
+            KIND_CONFIDENCE[Kind.CONSTRAINT],
+            0.8,
+        ),
+        _Kind(Kind.DECISION, MemoryType.DECISION, "decision", KIND_CONFIDENCE[Kind.DECISION], 0.7),
+        _Kind(
+            Kind.PREFERENCE,
+            MemoryType.PREFERENCE,
+            "user_preference",
+            KIND_CONFIDENCE[Kind.PREFERENCE],
+            0.6,
+        ),
+        _Kind(Kind.FACT, MemoryType.FACT, "stated", KIND_CONFIDENCE[Kind.FACT], 0.5),
+    )
+}
 HEDGED_CONFIDENCE = 0.5
 ASSISTANT_CONFIDENCE = 0.6
-REMEMBERED_CONFIDENCE = 0.8
 REMEMBER_IMPORTANCE = 0.9
 EXCLUDED_VALUE = "excluded"
 
@@ -101,7 +119,7 @@ class RuleExtractor:
             if role == "user":
                 self._user(event, context, candidates, turns)
             elif role == "assistant":
-                found = self._sentences(event, context, ASSISTANT_KINDS, SourceKind.ASSISTANT)
+                found, _ = self._sentences(event, context, by_user=False)
                 turns.append(_Turn(event, _text(event.get("content")), _append(candidates, found)))
             elif role == "tool":
                 observation = self._tool(event, context)
@@ -120,17 +138,14 @@ class RuleExtractor:
         text = _text(event.get("content"))
         if not text.strip() or vocabulary.matches("chitchat", text.strip()):
             return
-        found = self._sentences(event, context, USER_KINDS, SourceKind.USER)
-        if not vocabulary.matches("remember", text):
+        found, bare_request = self._sentences(event, context, by_user=True)
+        if not bare_request:
             turns.append(_Turn(event, text, _append(candidates, found)))
             return
         if found:
+            # "Remember this." beside statements asks to remember the message's statements.
             found = [_remembered(candidate) for candidate in found]
             turns.append(_Turn(event, text, _append(candidates, found)))
-            return
-        if not _is_bare_remember(text, vocabulary):
-            candidates.append(_remembered_fact(event, text, event, context))
-            turns.append(_Turn(event, text, [len(candidates) - 1]))
             return
         # A bare "remember this" points back: to the nearest message that gave candidates,
         # or to the nearest user message if that comes first.
@@ -145,30 +160,22 @@ class RuleExtractor:
                 return
 
     def _sentences(
-        self,
-        event: Mapping[str, Any],
-        context: ExtractionContext,
-        kinds: tuple[_Kind, ...],
-        source_kind: str,
-    ) -> list[Candidate]:
-        """One candidate at most per sentence of a conversational message."""
+        self, event: Mapping[str, Any], context: ExtractionContext, *, by_user: bool
+    ) -> tuple[list[Candidate], bool]:
+        """One candidate at most per sentence of a conversational message, and whether the
+        message holds a bare request to remember (one that names nothing itself)."""
         vocabulary = context.vocabulary
         found = []
-        for sentence in split_sentences(_text(event.get("content"))):
-            if vocabulary.matches("chitchat", sentence):
-                continue
-            judged = _without_remember(sentence, vocabulary)
-            hedged = vocabulary.matches("hedge", judged)
-            for kind in kinds:
-                if not vocabulary.matches(kind.name, judged):
-                    continue
-                # A hedged exclusion is a guess about the cause, and the agent's hedged
-                # claims are guesses too: neither is proposed.
-                if hedged and (kind is EXCLUSION or source_kind == SourceKind.ASSISTANT):
-                    continue
-                found.append(_sentence_candidate(sentence, kind, hedged, event, context))
-                break
-        return found
+        bare_request = False
+        for sentence, end in split_sentences_with_ends(_text(event.get("content"))):
+            reading = read_sentence(sentence, vocabulary, end=end, by_user=by_user)
+            if reading.kind:
+                found.append(_sentence_candidate(sentence, reading, event, context))
+            elif reading.remember and _is_bare_remember(reading.text, vocabulary):
+                bare_request = True
+            elif reading.remember and not _is_filler(reading.text, vocabulary):
+                found.append(_remembered_fact(event, sentence, event, context, reading))
+        return found, bare_request
 
     def _tool(self, event: Mapping[str, Any], context: ExtractionContext) -> Candidate | None:
         """One short observation from the signals of a tool result, never its raw output."""
@@ -226,36 +233,40 @@ class RuleExtractor:
 
 def split_sentences(text: str) -> list[str]:
     """Non-empty sentences of `text`, each at most MAX_SENTENCE_CHARS long."""
-    sentences = (part.strip() for part in SENTENCE_END.split(text))
+    return [sentence for sentence, _ in split_sentences_with_ends(text)]
+
+
+def split_sentences_with_ends(text: str) -> list[tuple[str, str]]:
+    """Sentences of `text` with the punctuation that ended each (`?` marks a question)."""
     # A longer "sentence" is pasted material (a log, a file), not something the user said.
-    return [s for s in sentences if s and len(s) <= MAX_SENTENCE_CHARS]
+    return [(s, end) for s, end in sentences_with_ends(text) if len(s) <= MAX_SENTENCE_CHARS]
 
 
 def _sentence_candidate(
     sentence: str,
-    kind: _Kind,
-    hedged: bool,
+    reading: Reading,
     event: Mapping[str, Any],
     context: ExtractionContext,
 ) -> Candidate:
+    kind = KINDS[reading.kind]
     entities = context.vocabulary.find_entities(sentence)
     by_user = event.get("role") == "user"
     if not by_user:
         confidence = ASSISTANT_CONFIDENCE
-    elif hedged:
+    elif reading.hedged:
         confidence = HEDGED_CONFIDENCE
     else:
         confidence = kind.confidence
-    canonical_key = ""
-    fact_value = ""
-    if kind is EXCLUSION:
+    canonical_key = reading.key
+    fact_value = reading.value if reading.key else ""
+    if kind.name == Kind.EXCLUSION:
         fact_value = EXCLUDED_VALUE
         if entities:
             canonical_key = f"{context.scope}:excluded:{entities[0]}".lower()
-    detail: dict[str, Any] = {"text": sentence, "kind": kind.name}
-    if hedged:
+    detail: dict[str, Any] = {"text": sentence, "kind": kind.name, "reason": reading.reason}
+    if reading.hedged:
         detail["hedged"] = True
-    return Candidate(
+    candidate = Candidate(
         user_id=context.user_id,
         session_id=context.session_id,
         task_id=context.task_id,
@@ -271,8 +282,9 @@ def _sentence_candidate(
         importance=kind.importance,
         canonical_fact_key=canonical_key,
         fact_value=fact_value,
-        verified=by_user and not hedged,
+        verified=by_user and not reading.hedged,
     )
+    return _remembered(candidate) if reading.remember else candidate
 
 
 def _remembered_fact(
@@ -280,11 +292,13 @@ def _remembered_fact(
     text: str,
     request: Mapping[str, Any],
     context: ExtractionContext,
+    reading: Reading | None = None,
 ) -> Candidate:
     """The text of a user message the user asked to remember, as a fact."""
     summary = _clip(" ".join(text.split()), MAX_REMEMBERED_CHARS)
     # Asking to remember a guess does not make it settled.
     hedged = context.vocabulary.matches("hedge", text)
+    reason = "asked to remember" + (f": {reading.reason}" if reading else " the message before")
     return Candidate(
         user_id=context.user_id,
         session_id=context.session_id,
@@ -292,7 +306,7 @@ def _remembered_fact(
         memory_type=MemoryType.FACT,
         subtype="remembered",
         summary=summary,
-        detail={"text": summary, "kind": "remember"},
+        detail={"text": summary, "kind": "remember", "reason": reason},
         entities=tuple(context.vocabulary.find_entities(text)),
         tags=_tags(MemoryType.FACT, "remember"),
         source_kind=SourceKind.USER,
@@ -317,20 +331,18 @@ def _remembered(candidate: Candidate, request: Mapping[str, Any] | None = None) 
     )
 
 
-def _is_bare_remember(text: str, vocabulary: Vocabulary) -> bool:
-    """Whether a message says little more than "remember this"."""
-    rest = _without_remember(text, vocabulary)
+def _is_bare_remember(rest: str, vocabulary: Vocabulary) -> bool:
+    """Whether what is left of a remember request says little more than "remember this"."""
     if vocabulary.find_entities(rest):
         return False
-    weight = 2 * len(LATIN_WORD.findall(rest)) + len(CJK_CHAR.findall(rest))
-    return weight <= BARE_REMEMBER_WEIGHT
+    return weight_of(rest) <= BARE_REMEMBER_WEIGHT
 
 
-def _without_remember(text: str, vocabulary: Vocabulary) -> str:
-    # "Don't forget this" must not read as a constraint because of its "don't".
-    for pattern in vocabulary.patterns.get("remember", ()):
-        text = pattern.sub(" ", text)
-    return text
+def _is_filler(rest: str, vocabulary: Vocabulary) -> bool:
+    """Whether what a remember request names is an opinion, a feeling or a question
+    ("And remember, I'm always here for you"), which is no fact to keep."""
+    stripped = without_leads(rest, vocabulary)
+    return vocabulary.matches("not_fact", stripped) or vocabulary.matches("question", stripped)
 
 
 def _signal_region(output: str, vocabulary: Vocabulary) -> str:

@@ -4,23 +4,38 @@ write_score = 3·verified + 3·user_constraint + 2·decision + 2·stable_for_tas
               + 1·confidence_high − 3·duplicate − 2·transient − 2·raw_blob
 Written when the score reaches the threshold (3) and no hard rule refuses it. Weights and
 thresholds are the tenant's current `WritePolicy`.
+
+A repeat of a live item that would pass without its duplicate penalty is a hit: it merges into
+the item, and each hit doubles the lifetime it is given, so what keeps coming back lives until
+the promotion scan may propose it. An item that promotion may propose without hits (asked to
+remember, a preference, a structured key) lives at least past the promotion policy's minimum age.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from memories.models import DEFAULT_TTL_MINUTES, DEFAULT_WEIGHTS, POLICY_FIELDS, WritePolicy
+from memories.models import (
+    DEFAULT_TTL_MINUTES,
+    DEFAULT_WEIGHTS,
+    POLICY_FIELDS,
+    PromotionPolicy,
+    WritePolicy,
+)
 from memories.vocabulary import Vocabulary
 from memories.write.candidates import Candidate, MemoryType, SourceKind
+from profiles.domains import FACT_DOMAINS, key_problem
 from profiles.models import Tenant
 
 REASONING_SUBTYPES = frozenset(
     {"reasoning", "thought", "thinking", "chain_of_thought", "plan_draft"}
 )
+# The promotion scan runs hourly: an item must outlive the minimum age by one run.
+PROMOTION_SCAN_MINUTES = 60
+MAX_HIT_DOUBLINGS = 10
 
 
 @dataclass(frozen=True)
@@ -38,6 +53,8 @@ class PolicySettings:
     ttl_minutes_by_type: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_TTL_MINUTES))
     min_ttl_minutes: int = 5
     max_ttl_minutes: int = 30 * 24 * 60
+    # From the promotion policy: how long an item must live to be proposed at all.
+    promotable_ttl_minutes: int = 24 * 60 + PROMOTION_SCAN_MINUTES
 
     @classmethod
     def from_model(cls, policy: WritePolicy) -> PolicySettings:
@@ -48,9 +65,14 @@ class PolicySettings:
 
 
 def policy_for(*, tenant: Tenant) -> PolicySettings:
-    """The tenant's current write policy."""
+    """The tenant's current write policy, with the promotion policy's minimum age."""
     current = WritePolicy.objects.filter(tenant=tenant, is_current=True).first()
-    return PolicySettings.from_model(current) if current else PolicySettings()
+    settings = PolicySettings.from_model(current) if current else PolicySettings()
+    promotion = PromotionPolicy.objects.filter(tenant=tenant).first()
+    if promotion is None:
+        return settings
+    minutes = round(promotion.min_age_hours * 60) + PROMOTION_SCAN_MINUTES
+    return replace(settings, promotable_ttl_minutes=minutes)
 
 
 @dataclass(frozen=True)
@@ -60,6 +82,7 @@ class ExistingState:
     same_fact: bool = False  # same fingerprint, or same canonical key with the same value
     updates_fact: bool = False  # same canonical key with another value (it will supersede)
     nearby_summaries: Sequence[str] = ()  # recent items of the same task or session
+    hits: int = 0  # how often the same live item was written already
 
 
 @dataclass(frozen=True)
@@ -90,6 +113,7 @@ class Decision:
     ttl_minutes: int
     refusal: str = ""  # machine-readable reason when refused
     policy_version: int = 0
+    repeat: bool = False  # the same live item again: merged into it as a hit
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +124,7 @@ class Decision:
             "ttl_minutes": self.ttl_minutes,
             "refusal": self.refusal,
             "policy_version": self.policy_version,
+            "repeat": self.repeat,
         }
 
 
@@ -198,18 +223,43 @@ def decide(
     """Judge one (already redacted) candidate."""
     profile = write_profile(candidate, existing=existing, settings=settings)
     total, breakdown = score(profile, settings)
-    ttl = min(
-        max(profile.estimated_ttl_minutes, settings.min_ttl_minutes), settings.max_ttl_minutes
-    )
     refusal = hard_refusal(candidate, settings=settings, vocabulary=vocabulary)
     if not refusal and total < settings.write_threshold:
-        refusal = "score_below_threshold"
+        # The same statement again is no new item, but a hit on the live one.
+        repeat = profile.duplicate and total - breakdown["duplicate"] >= settings.write_threshold
+        refusal = "" if repeat else "score_below_threshold"
     return Decision(
         accepted=not refusal,
         score=total,
         breakdown=breakdown,
         profile=profile,
-        ttl_minutes=ttl,
+        ttl_minutes=lifetime_minutes(candidate, profile, existing=existing, settings=settings),
         refusal=refusal,
         policy_version=settings.version,
+        repeat=profile.duplicate and not refusal,
     )
+
+
+def is_promotable_without_hits(candidate: Candidate) -> bool:
+    """Whether promotion may propose the item for what it is, however rarely it recurs."""
+    if candidate.remember or candidate.memory_type == MemoryType.PREFERENCE:
+        return True
+    key = candidate.canonical_fact_key
+    return bool(key and candidate.fact_value) and key_problem(key, domains=FACT_DOMAINS) is None
+
+
+def lifetime_minutes(
+    candidate: Candidate,
+    profile: WriteProfile,
+    *,
+    existing: ExistingState,
+    settings: PolicySettings,
+) -> int:
+    """The item's TTL: its type's, doubled by each earlier hit of the same live item, at least
+    the promotion gate's age for what promotion may propose without hits; then clamped."""
+    ttl = profile.estimated_ttl_minutes
+    if existing.same_fact and existing.hits:
+        ttl *= 2 ** min(existing.hits, MAX_HIT_DOUBLINGS)
+    if is_promotable_without_hits(candidate):
+        ttl = max(ttl, settings.promotable_ttl_minutes)
+    return min(max(ttl, settings.min_ttl_minutes), settings.max_ttl_minutes)

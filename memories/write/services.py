@@ -21,6 +21,7 @@ from memories.vocabulary import vocabulary_for
 from memories.write.candidates import Candidate
 from memories.write.policy import Decision, ExistingState, decide, policy_for
 from memories.write.redaction import redact_candidate
+from memories.write.statements import proposal_read
 from profiles.models import EndUser, Tenant
 from profiles.services import end_user_get_or_create
 
@@ -89,6 +90,7 @@ def proposals_submit(
     seen_in_batch: set[tuple[str, str]] = set()
     for raw in candidates:
         candidate, redacted = redact_candidate(raw)
+        candidate = proposal_read(candidate, vocabulary)  # judged as the same words in a transcript
         owner = owners.get(candidate.user_id)
         fingerprint = fingerprint_of(candidate)
         existing = _existing_state(
@@ -195,6 +197,7 @@ def _existing_state(
         and by_key.fact_value != candidate.fact_value
     )
     same = not updates and bool(matches)
+    hits = max((item.hit_count for item in matches.values()), default=0) if same else 0
     index, value = (
         ("task", candidate.task_id) if candidate.task_id else ("session", candidate.session_id)
     )
@@ -202,7 +205,7 @@ def _existing_state(
         i for i, _ in store.ids_by_index(owner=owner, index=index, value=value, limit=NEARBY_ITEMS)
     ]
     nearby = [i.summary for i in store.get_many(owner=owner, item_ids=nearby_ids) if i.is_live(now)]
-    return ExistingState(same_fact=same, updates_fact=updates, nearby_summaries=nearby)
+    return ExistingState(same_fact=same, updates_fact=updates, nearby_summaries=nearby, hits=hits)
 
 
 def _item_for(

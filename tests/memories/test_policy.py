@@ -119,3 +119,46 @@ def test_the_tenants_current_policy_version_applies(tenant) -> None:
         True,
         2,
     )
+
+
+STATED = replace(BASE, memory_type="fact", verified=True, confidence=0.8)
+
+
+def test_a_repeat_of_a_live_item_is_a_hit_not_a_refusal() -> None:
+    # verified 3 + confidence 1 − duplicate 3 = 1: written before as a new item, it passes
+    decision = judge(STATED, ExistingState(same_fact=True, hits=1))
+    assert (decision.score, decision.accepted, decision.repeat) == (1, True, True)
+    # but a repeat of what would not pass on its own stays refused
+    weak = judge(replace(BASE, memory_type="fact"), ExistingState(same_fact=True, hits=1))
+    assert (weak.accepted, weak.repeat, weak.refusal) == (False, False, "score_below_threshold")
+
+
+@pytest.mark.parametrize(("hits", "hours"), [(0, 6), (1, 12), (2, 24), (3, 48)])
+def test_each_hit_doubles_the_lifetime(hits, hours) -> None:
+    existing = ExistingState(same_fact=bool(hits), hits=hits)
+    assert judge(STATED, existing).ttl_minutes == hours * 60
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"remember": True},
+        {"canonical_fact_key": "project_metadata.default_env", "fact_value": "prod-cn"},
+        {"memory_type": "decision", "remember": True},
+    ],
+)
+def test_what_promotion_may_propose_outlives_its_minimum_age(change) -> None:
+    assert judge(replace(STATED, **change)).ttl_minutes == 25 * 60
+    # a task-scoped key is no domain key: the type's lifetime stands
+    task_key = replace(STATED, canonical_fact_key="bug456:root_cause", fact_value="db")
+    assert judge(task_key).ttl_minutes == 6 * 60
+
+
+@pytest.mark.django_db
+def test_the_minimum_lifetime_follows_the_tenants_promotion_policy(tenant) -> None:
+    from memories.models import PromotionPolicy
+
+    assert policy_for(tenant=tenant).promotable_ttl_minutes == 25 * 60
+    PromotionPolicy.objects.create(tenant=tenant, min_age_hours=48)
+    settings = policy_for(tenant=tenant)
+    assert judge(replace(STATED, remember=True), settings=settings).ttl_minutes == 49 * 60

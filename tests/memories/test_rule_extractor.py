@@ -54,7 +54,11 @@ def test_chinese_constraint_wins_over_preference() -> None:
     assert found.verified is True
     assert (found.confidence, found.importance) == (0.9, 0.8)
     assert found.summary == "以后都必须先给结论"
-    assert found.detail == {"text": "以后都必须先给结论", "kind": "constraint"}
+    assert found.detail == {
+        "text": "以后都必须先给结论",
+        "kind": "constraint",
+        "reason": "an instruction starting with 必须",
+    }
     assert found.source_kind == SourceKind.USER
     assert found.message_ids == ("msg_1",)
     assert (found.user_id, found.session_id, found.task_id) == ("u_1", "s_1", "bug-456")
@@ -131,7 +135,8 @@ def test_chinese_exclusion_wins_over_constraint_and_has_canonical_key() -> None:
     assert found.entities == ("数据库",)
     assert found.canonical_fact_key == "bug-456:excluded:数据库"
     assert found.fact_value == "excluded"
-    assert found.detail == {"text": "不要再查数据库了，已排除", "kind": "exclusion"}
+    assert found.detail["text"] == "不要再查数据库了，已排除"
+    assert found.detail["kind"] == "exclusion" and "已排除" in found.detail["reason"]
     assert found.tags == ("fact", "exclusion")
 
 
@@ -196,7 +201,7 @@ def test_english_inline_remember_flags_every_candidate_of_the_message() -> None:
 
 
 def test_dont_forget_is_remember_not_constraint() -> None:
-    found = only(event(1, "user", "Don't forget to rotate the JIRA-123 credentials."))
+    found = only(event(1, "user", "Don't forget that the JIRA-123 credentials rotate on Monday."))
 
     assert found.memory_type == MemoryType.FACT
     assert found.subtype == "remembered"
@@ -219,7 +224,7 @@ def test_chinese_follow_up_remember_flags_the_previous_candidate() -> None:
     assert found.message_ids == ("m_a", "m_c")
 
 
-def test_english_follow_up_remember_proposes_previous_user_message_as_fact() -> None:
+def test_english_follow_up_remember_flags_the_previous_stated_fact() -> None:
     found = only(
         event(1, "user", "Our staging cluster is staging-eu and orders go through order-api"),
         event(2, "tool", "INFO ok", tool_call_id="call_1"),
@@ -227,7 +232,7 @@ def test_english_follow_up_remember_proposes_previous_user_message_as_fact() -> 
     )
 
     assert found.memory_type == MemoryType.FACT
-    assert found.subtype == "remembered"
+    assert found.subtype == "stated"
     assert found.verified is True
     assert found.confidence == 0.8
     assert found.remember is True
@@ -244,7 +249,7 @@ def test_chinese_follow_up_remember_of_plain_statement() -> None:
         event(2, "user", "记住这个"),
     )
 
-    assert (found.memory_type, found.subtype) == (MemoryType.FACT, "remembered")
+    assert (found.memory_type, found.subtype, found.remember) == (MemoryType.FACT, "stated", True)
     assert found.entities == ("prod-k8s",)
     assert found.message_ids == ("msg_1", "msg_2")
 

@@ -1,0 +1,257 @@
+"""Reading one sentence: what kind of statement it is, why, and the key it fills.
+
+Both write paths use this reading, so a statement is judged the same way whether the rule
+extractor finds it in a transcript or an agent submits it as a proposal. Every word list and
+pattern is a vocabulary kind (tenant-extensible); the reading keeps the reason it gives.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from memories.vocabulary import Vocabulary
+from memories.write.candidates import Candidate, SourceKind
+from profiles.domains import FACT_DOMAINS, key_problem
+
+MAX_LEADS = 4
+# What a stated fact must weigh once its subject is read (two per Latin word, one per CJK
+# character): "I did" or "我也是" say nothing to remember.
+MIN_FACT_WEIGHT = 5
+REMEMBERED_CONFIDENCE = 0.8
+LEAD_PUNCTUATION = " \t,，:：;；-—~～"
+
+SENTENCE_END = re.compile(r"[。！？；\n]+|[.!?;]+(?=\s|$)")
+LATIN_WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
+CJK_CHAR = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+class Kind:
+    EXCLUSION = "exclusion"
+    CONSTRAINT = "constraint"
+    DECISION = "decision"
+    PREFERENCE = "preference"
+    FACT = "fact"
+    NONE = ""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one sentence states; `kind` is '' when it states nothing worth a candidate."""
+
+    kind: str
+    reason: str
+    text: str  # the sentence without its remember request
+    hedged: bool = False
+    remember: bool = False  # it asks the assistant to remember something
+    key: str = ""  # a domain key (`project_metadata.default_env`) the statement fills
+    value: str = ""
+
+
+def sentences_with_ends(text: str) -> list[tuple[str, str]]:
+    """Each sentence of `text` (stripped) with the punctuation that ended it."""
+    found = []
+    start = 0
+    for match in SENTENCE_END.finditer(text):
+        found.append((text[start : match.start()].strip(), match.group(0)))
+        start = match.end()
+    found.append((text[start:].strip(), ""))
+    return [(sentence, end) for sentence, end in found if sentence]
+
+
+def weight_of(text: str) -> int:
+    return 2 * len(LATIN_WORD.findall(text)) + len(CJK_CHAR.findall(text))
+
+
+def without_remember(text: str, vocabulary: Vocabulary) -> str:
+    """The sentence without its remember request ("Don't forget that ..." is no constraint)."""
+    for pattern in vocabulary.patterns.get("remember", ()):
+        text = pattern.sub(" ", text)
+    return " ".join(text.split()).strip(LEAD_PUNCTUATION)
+
+
+def without_leads(text: str, vocabulary: Vocabulary) -> str:
+    """The sentence without leading fillers and time expressions ("So yesterday, I ...")."""
+    patterns = vocabulary.patterns.get("lead", ())
+    for _ in range(MAX_LEADS):
+        text = text.strip(LEAD_PUNCTUATION)
+        for pattern in patterns:
+            match = pattern.match(text)
+            if match and match.end() > 0:
+                text = text[match.end() :]
+                break
+        else:
+            break
+    return text.strip(LEAD_PUNCTUATION)
+
+
+def _first(vocabulary: Vocabulary, kind: str, text: str, *, at_start: bool = False) -> str:
+    """The first pattern of `kind` that matches (at the start only, if asked), or ''."""
+    for pattern in vocabulary.patterns.get(kind, ()):
+        if pattern.match(text) if at_start else pattern.search(text):
+            return pattern.pattern
+    return ""
+
+
+def keyed_value(text: str, vocabulary: Vocabulary) -> tuple[str, str]:
+    """The domain key and value a `keyed_statement` pattern finds: its named group is the key
+    with `__` for each dot (`project_metadata__default_env` → `project_metadata.default_env`)."""
+    for pattern in vocabulary.patterns.get("keyed_statement", ()):
+        match = pattern.search(text)
+        if match is None:
+            continue
+        for name, value in match.groupdict().items():
+            key = name.replace("__", ".")
+            if value and key_problem(key, domains=FACT_DOMAINS) is None:
+                return key, value.strip().rstrip(".,，。")
+    return "", ""
+
+
+def preference_topic(text: str, vocabulary: Vocabulary) -> str:
+    """`preference.<topic>` when the sentence is about how the assistant answers, else ''."""
+    for pattern in vocabulary.patterns.get("preference_topic", ()):
+        match = pattern.search(text)
+        if match is None:
+            continue
+        for name, value in match.groupdict().items():
+            if value:
+                return f"preference.{name}"
+    return ""
+
+
+def is_question(sentence: str, end: str, vocabulary: Vocabulary) -> bool:
+    return "?" in end or "？" in end or vocabulary.matches("question", sentence)
+
+
+def read_sentence(
+    sentence: str, vocabulary: Vocabulary, *, end: str = "", by_user: bool = True
+) -> Reading:
+    """Read one sentence of a user (or, with fewer kinds, the assistant)."""
+    if vocabulary.matches("chitchat", sentence):
+        return Reading(Kind.NONE, "chit-chat", sentence)
+    remember = by_user and vocabulary.matches("remember", sentence)
+    text = without_remember(sentence, vocabulary) if remember else sentence
+    hedged = vocabulary.matches("hedge", text)
+    reading = _read(text, vocabulary, end=end, hedged=hedged, by_user=by_user)
+    return replace(reading, text=text, hedged=hedged, remember=remember)
+
+
+def _read(text: str, vocabulary: Vocabulary, *, end: str, hedged: bool, by_user: bool) -> Reading:
+    if not text:
+        return Reading(Kind.NONE, "nothing besides the remember request", text)
+    if pattern := _first(vocabulary, "exclusion", text):
+        if hedged:
+            return Reading(Kind.NONE, "a hedged exclusion is a guess", text)
+        return Reading(Kind.EXCLUSION, f"rules something out ({pattern})", text)
+    stripped = without_leads(text, vocabulary)
+    if by_user and (constraint := _constraint(text, stripped, vocabulary)):
+        return Reading(Kind.CONSTRAINT, constraint, text)
+    decision = _first(vocabulary, "decision", text)
+    personal = vocabulary.matches("personal_decision", stripped)
+    if decision and not (personal and not vocabulary.find_entities(text)):
+        if hedged and not by_user:
+            return Reading(Kind.NONE, "the assistant's hedged claim is a guess", text)
+        return Reading(Kind.DECISION, f"a decision ({decision})", text)
+    if not by_user:
+        return Reading(Kind.NONE, "no decision or exclusion by the assistant", text)
+    key, value = keyed_value(text, vocabulary)
+    question = is_question(stripped, end, vocabulary)
+    preference = _preference(text, stripped, vocabulary)
+    if preference and not question:
+        topic_key = key if key.startswith("preference.") else preference_topic(text, vocabulary)
+        value = value if key == topic_key and value else " ".join(text.split())
+        return Reading(Kind.PREFERENCE, preference, text, key=topic_key, value=value)
+    if question:
+        return Reading(Kind.NONE, "a question", text)
+    if hedged:
+        return Reading(Kind.NONE, "a hedged statement is a guess", text)
+    if key:
+        kind = Kind.PREFERENCE if key.startswith("preference.") else Kind.FACT
+        return Reading(kind, f"states {key}", text, key=key, value=value)
+    if fact := _stated_fact(text, stripped, vocabulary):
+        return Reading(Kind.FACT, fact, text)
+    return Reading(Kind.NONE, "states nothing about the user, their world or their work", text)
+
+
+def _constraint(text: str, stripped: str, vocabulary: Vocabulary) -> str:
+    """Why the sentence is an instruction to the assistant, or '' when it is not."""
+    word = _first(vocabulary, "constraint", text)
+    if not word or vocabulary.matches("not_instruction", text):
+        return ""
+    if pattern := _first(vocabulary, "constraint", stripped, at_start=True):
+        return f"an instruction starting with {pattern}"
+    if pattern := _first(vocabulary, "instruction", text):
+        return f"an instruction ({pattern}) with {word}"
+    return ""
+
+
+def _preference(text: str, stripped: str, vocabulary: Vocabulary) -> str:
+    """Why the sentence is a preference about the assistant's work, or ''."""
+    topic = preference_topic(text, vocabulary)
+    marker = _first(vocabulary, "preference", text)
+    addressed = _first(vocabulary, "preference_addressed", text)
+    if vocabulary.matches("not_instruction", text):
+        return ""
+    if topic and (marker or addressed):
+        return f"a preference ({marker or addressed}) about {topic}"
+    key, _ = keyed_value(text, vocabulary)
+    if key.startswith("preference.") and (marker or addressed):
+        return f"a preference ({marker or addressed}) filling {key}"
+    return ""
+
+
+def _stated_fact(text: str, stripped: str, vocabulary: Vocabulary) -> str:
+    """Why the sentence states a fact about the user, their world or their projects, or ''."""
+    if weight_of(stripped) < MIN_FACT_WEIGHT:
+        return ""
+    if vocabulary.matches("not_fact", stripped):
+        return ""
+    if pattern := _first(vocabulary, "fact_subject", stripped, at_start=True):
+        return f"a first-hand statement ({pattern})"
+    if pattern := _first(vocabulary, "fact_event", stripped):
+        return f"tells what the user did ({pattern})"
+    if (pattern := _first(vocabulary, "fact_world", text)) and vocabulary.find_entities(text):
+        return f"a statement about a known system ({pattern})"
+    return ""
+
+
+def proposal_read(candidate: Candidate, vocabulary: Vocabulary) -> Candidate:
+    """An agent's proposal with what the same words would earn from a transcript.
+
+    A user's unhedged statement read from a transcript counts as settled (verified) with the
+    confidence of its kind; a proposal whose summary reads the same way gets the same, so the
+    policy decides both alike. What the proposer set explicitly is kept.
+    """
+    if candidate.source_kind != SourceKind.PROPOSAL:
+        return candidate
+    readings = [
+        read_sentence(sentence, vocabulary, end=end)
+        for sentence, end in sentences_with_ends(candidate.summary)
+    ]
+    if not readings:
+        return candidate
+    stated = [r for r in readings if r.kind and not r.hedged]
+    remember = candidate.remember or any(r.remember for r in readings)
+    hedged = any(r.hedged for r in readings)
+    confidence = candidate.confidence
+    if stated:
+        confidence = max(confidence, *(KIND_CONFIDENCE[r.kind] for r in stated))
+    elif remember and not hedged:
+        confidence = max(confidence, REMEMBERED_CONFIDENCE)
+    else:
+        return replace(candidate, remember=remember)
+    keyed = next((r for r in stated if r.key), None)
+    changes: dict[str, object] = {"verified": True, "confidence": confidence, "remember": remember}
+    if keyed is not None and not candidate.canonical_fact_key:
+        changes.update(canonical_fact_key=keyed.key, fact_value=keyed.value)
+    return replace(candidate, **changes)  # type: ignore[arg-type]
+
+
+# Confidence of a user's unhedged statement of each kind.
+KIND_CONFIDENCE = {
+    Kind.EXCLUSION: 0.9,
+    Kind.CONSTRAINT: 0.9,
+    Kind.DECISION: 0.85,
+    Kind.PREFERENCE: 0.85,
+    Kind.FACT: 0.8,
+}
