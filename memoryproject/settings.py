@@ -76,12 +76,23 @@ REDIS_URL = env.url("REDIS_URL", "redis://127.0.0.1:6379/0", schemes=("redis", "
 # Every Redis key the service writes starts with this, so several deployments (or test runs)
 # can share one Redis.
 REDIS_KEY_PREFIX = env.string("REDIS_KEY_PREFIX", "mem")
+# Every Redis client of the service gives up on a connect or a reply after these limits, and
+# after a connection error or timeout its process fails calls to that server at once for
+# REDIS_FAIL_FAST_MS instead of waiting on it again: a Redis outage costs a request at most
+# one timeout, not seconds (recall's own reads use RECALL_REDIS_TIMEOUT_MS).
+REDIS_CONNECT_TIMEOUT_SECONDS = env.integer("REDIS_CONNECT_TIMEOUT_MS", 250, minimum=1) / 1000
+REDIS_SOCKET_TIMEOUT_SECONDS = env.integer("REDIS_SOCKET_TIMEOUT_MS", 500, minimum=1) / 1000
+REDIS_FAIL_FAST_SECONDS = env.integer("REDIS_FAIL_FAST_MS", 1000, minimum=0) / 1000
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": REDIS_KEY_PREFIX,
-        "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 2, "SOCKET_TIMEOUT": 2},
+        "OPTIONS": {
+            "SOCKET_CONNECT_TIMEOUT": REDIS_CONNECT_TIMEOUT_SECONDS,
+            "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT_SECONDS,
+            "CONNECTION_POOL_CLASS": "memories.stm.redis_client.FailFastConnectionPool",
+        },
     }
 }
 
