@@ -128,7 +128,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             error_body(exc.code, exc.message, exc.fields), status=exc.status_code, headers=headers
         )
     if isinstance(exc, DATABASE_OUTAGES):
-        logger.warning("PostgreSQL unavailable: %s", exc, exc_info=exc)
+        logger.warning("PostgreSQL unavailable: %s", exc)
         return Response(
             store_unavailable_body(),
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
@@ -166,7 +166,7 @@ def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpRespons
     if request.path.startswith(ADMIN_PREFIX):
         return defaults.server_error(request)
     failure = sys.exc_info()[1]  # Django calls this handler while handling the exception
-    if isinstance(failure, DATABASE_OUTAGES | StoreUnavailable):
+    if isinstance(failure, (*DATABASE_OUTAGES, StoreUnavailable)):
         message = failure.message if isinstance(failure, StoreUnavailable) else None
         response = JsonResponse(
             store_unavailable_body(message or DATABASE_UNAVAILABLE_MESSAGE), status=503
