@@ -369,6 +369,25 @@ class LtmOutbox(models.Model):
         return f"{self.card.memory_id} v{self.version}"
 
 
+class RecallEffectOutbox(models.Model):
+    """One recall's side effects, kept here while Redis (its queue and the broker) is down.
+
+    The recall-effects beat job applies and deletes these rows once Redis is back, so the
+    recall's transcript event is not lost.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    record = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        verbose_name_plural = "recall effects outbox"
+
+    def __str__(self) -> str:
+        return str(self.record.get("recall_id", self.pk))
+
+
 class PromotionPolicy(models.Model):
     """A tenant's thresholds for proposing short-term items for promotion to long-term layers."""
 

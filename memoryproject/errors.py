@@ -7,9 +7,12 @@ Clients branch on `code`, never on `message`.
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions, status
@@ -65,6 +68,20 @@ class StoreUnavailable(DomainError):
     code = "store_unavailable"
 
 
+# PostgreSQL could not be reached or dropped the connection: an outage, worth retrying.
+# (IntegrityError and DataError are bugs or bad input, and stay errors.)
+DATABASE_OUTAGES = (OperationalError, InterfaceError)
+DATABASE_UNAVAILABLE_MESSAGE = "PostgreSQL is unavailable; retry later."
+
+
+def retry_after_headers() -> dict[str, str]:
+    return {"Retry-After": str(settings.RETRY_AFTER_SECONDS)}
+
+
+def store_unavailable_body(message: str = DATABASE_UNAVAILABLE_MESSAGE) -> dict[str, Any]:
+    return error_body(StoreUnavailable.code, message)
+
+
 def error_body(code: str, message: str, fields: FieldErrors | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "fields": fields or {}}}
 
@@ -106,7 +123,17 @@ _DRF_CODES = {
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF exception handler rendering domain and framework errors in the one shape."""
     if isinstance(exc, DomainError):
-        return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status_code)
+        headers = retry_after_headers() if isinstance(exc, StoreUnavailable) else None
+        return Response(
+            error_body(exc.code, exc.message, exc.fields), status=exc.status_code, headers=headers
+        )
+    if isinstance(exc, DATABASE_OUTAGES):
+        logger.warning("PostgreSQL unavailable: %s", exc)
+        return Response(
+            store_unavailable_body(),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers=retry_after_headers(),
+        )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
@@ -134,9 +161,19 @@ ADMIN_PREFIX = "/admin/"
 
 
 def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-    """handler500: the API's error shape; the admin keeps Django's HTML page."""
+    """handler500: the API's error shape (503 with Retry-After when PostgreSQL is down, as in
+    the API views); the admin keeps Django's HTML page."""
     if request.path.startswith(ADMIN_PREFIX):
         return defaults.server_error(request)
+    failure = sys.exc_info()[1]  # Django calls this handler while handling the exception
+    if isinstance(failure, (*DATABASE_OUTAGES, StoreUnavailable)):
+        message = failure.message if isinstance(failure, StoreUnavailable) else None
+        response = JsonResponse(
+            store_unavailable_body(message or DATABASE_UNAVAILABLE_MESSAGE), status=503
+        )
+        for name, value in retry_after_headers().items():
+            response[name] = value
+        return response
     return JsonResponse(
         error_body("server_error", "An unexpected error happened; it has been logged."),
         status=500,

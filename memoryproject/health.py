@@ -38,7 +38,7 @@ CHECKS: dict[str, Callable[[], None]] = {
     "postgres": _postgres,
     "redis": _redis,
     "elasticsearch": lambda: card_search_index().ping(),
-    "milvus": lambda: vector_index().ping(),
+    "milvus": lambda: vector_index().ready(),  # answering, and its collection loaded
     "broker": _broker,
 }
 

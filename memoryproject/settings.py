@@ -66,18 +66,33 @@ TEMPLATES = [
 DATABASES = {"default": env.database("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.integer("DATABASE_CONN_MAX_AGE", 60, minimum=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# An unreachable PostgreSQL fails a connection attempt after this long (libpq's minimum is 2).
+DATABASES["default"]["OPTIONS"].setdefault(
+    "connect_timeout", env.integer("DATABASE_CONNECT_TIMEOUT", 3, minimum=2)
+)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.url("REDIS_URL", "redis://127.0.0.1:6379/0", schemes=("redis", "rediss"))
 # Every Redis key the service writes starts with this, so several deployments (or test runs)
 # can share one Redis.
 REDIS_KEY_PREFIX = env.string("REDIS_KEY_PREFIX", "mem")
+# Every Redis client of the service gives up on a connect or a reply after these limits, and
+# after a connection error or timeout its process fails calls to that server at once for
+# REDIS_FAIL_FAST_MS instead of waiting on it again: a Redis outage costs a request at most
+# one timeout, not seconds (recall's own reads use RECALL_REDIS_TIMEOUT_MS).
+REDIS_CONNECT_TIMEOUT_SECONDS = env.integer("REDIS_CONNECT_TIMEOUT_MS", 250, minimum=1) / 1000
+REDIS_SOCKET_TIMEOUT_SECONDS = env.integer("REDIS_SOCKET_TIMEOUT_MS", 500, minimum=1) / 1000
+REDIS_FAIL_FAST_SECONDS = env.integer("REDIS_FAIL_FAST_MS", 1000, minimum=0) / 1000
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": REDIS_KEY_PREFIX,
-        "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 2, "SOCKET_TIMEOUT": 2},
+        "OPTIONS": {
+            "SOCKET_CONNECT_TIMEOUT": REDIS_CONNECT_TIMEOUT_SECONDS,
+            "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT_SECONDS,
+            "CONNECTION_POOL_CLASS": "memories.stm.redis_client.FailFastConnectionPool",
+        },
     }
 }
 
@@ -200,6 +215,8 @@ SPECTACULAR_SETTINGS = {
 }
 API_RATE_LIMIT_PER_MINUTE = env.integer("API_RATE_LIMIT_PER_MINUTE", 6000, minimum=1)
 API_MAX_BODY_BYTES = env.integer("API_MAX_BODY_BYTES", 4 * 1024 * 1024, minimum=1024)
+# 503 store_unavailable answers (a store is down) tell clients to retry after this long.
+RETRY_AFTER_SECONDS = env.integer("RETRY_AFTER_SECONDS", 5, minimum=1)
 TRANSCRIPT_MAX_EVENTS_PER_APPEND = env.integer("TRANSCRIPT_MAX_EVENTS_PER_APPEND", 500, minimum=1)
 TRANSCRIPT_MAX_CONTENT_CHARS = env.integer("TRANSCRIPT_MAX_CONTENT_CHARS", 65536, minimum=1)
 # Django's own guard on request bodies; ours (API_MAX_BODY_BYTES) answers 413 first.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -9,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -26,6 +27,8 @@ from profiles.models import (
     UserProjectRole,
 )
 from profiles.selectors import api_key_hash
+
+logger = logging.getLogger(__name__)
 
 LAST_USED_PRECISION = timedelta(seconds=60)
 PROFILE_FIELDS = ("language", "answer_style", "timezone", "display_name", "extras")
@@ -117,7 +120,11 @@ def api_key_update(*, api_key: ApiKey, name: str, scopes: Iterable[str]) -> ApiK
 
 
 def api_key_touch(*, api_key: ApiKey) -> None:
-    """Record use, writing at most once a minute per key so hot keys cost no extra writes."""
+    """Record use, writing at most once a minute per key so hot keys cost no extra writes.
+
+    Bookkeeping only: with PostgreSQL down the use goes unrecorded (logged), and the request
+    goes on, served by whatever does not need PostgreSQL.
+    """
     now = timezone.now()
     if api_key.last_used_at and now - api_key.last_used_at < LAST_USED_PRECISION:
         return
@@ -125,7 +132,11 @@ def api_key_touch(*, api_key: ApiKey) -> None:
 
     if not api_key_cache().claim_touch(api_key.pk, seconds=LAST_USED_PRECISION.seconds):
         return  # another process recorded this minute's use
-    ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+    try:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+    except DatabaseError:
+        logger.warning("last use of API key %s not recorded", api_key.prefix, exc_info=True)
+        return
     api_key.last_used_at = now
     api_key_cache().refresh(api_key)  # other processes then skip the claim for a minute
 

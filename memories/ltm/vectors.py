@@ -5,22 +5,30 @@ Only this module imports `pymilvus`. Every process talks to one Milvus server by
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from functools import cache
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from django.conf import settings
 from pymilvus import DataType, MilvusClient, MilvusException
+from pymilvus.client.types import LoadState
 
 from memories.ltm.scope import CardDocument, Hit, Scope
 from memoryproject.errors import StoreUnavailable
 
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
 FILTER_FIELDS = ("tenant_id", "user_id", "project_id", "memory_type", "status")
+# Milvus' "collection not loaded" (a restarted milvus-lite leaves its collections released).
+NOT_LOADED_CODE = 101
 
 
 class VectorIndex(Protocol):
     def ensure(self) -> list[str]: ...
     def ping(self) -> None: ...
+    def ready(self) -> None: ...
     def drop(self) -> None: ...
     def upsert(self, *, documents: Sequence[CardDocument]) -> None: ...
     def remove(self, *, ids: Sequence[str]) -> None: ...
@@ -117,6 +125,33 @@ class MilvusVectorIndex:
         except MilvusException as exc:
             raise StoreUnavailable(f"Milvus: {exc}") from exc
 
+    def ready(self) -> None:
+        """The server answers and the collection is loaded (searchable)."""
+        self.ping()
+        try:
+            state = self._client.get_load_state(self.collection).get("state")
+        except MilvusException as exc:
+            raise StoreUnavailable(f"Milvus: {exc}") from exc
+        if state != LoadState.Loaded:
+            raise StoreUnavailable(
+                f"Milvus collection {self.collection} is not loaded ({state}); the next vector "
+                "call loads it, or run `manage.py ensure_stores`."
+            )
+
+    def _call(self, operation: Callable[[], T]) -> T:
+        """Run one Milvus call; a released collection is loaded and the call tried once more."""
+        try:
+            try:
+                return operation()
+            except MilvusException as exc:
+                if not _not_loaded(exc):
+                    raise
+                logger.warning("Milvus collection %s was not loaded; loading it", self.collection)
+                self._client.load_collection(self.collection)
+                return operation()
+        except MilvusException as exc:
+            raise StoreUnavailable(f"Milvus: {exc}") from exc
+
     def drop(self) -> None:
         try:
             if self._client.has_collection(self.collection):
@@ -139,36 +174,26 @@ class MilvusVectorIndex:
             }
             for doc in documents
         ]
-        try:
-            self._client.upsert(self.collection, rows)
-        except MilvusException as exc:
-            raise StoreUnavailable(f"Milvus: {exc}") from exc
+        self._call(lambda: self._client.upsert(self.collection, rows))
 
     def remove(self, *, ids: Sequence[str]) -> None:
         if not ids:
             return
-        try:
-            self._client.delete(self.collection, ids=list(ids))
-        except MilvusException as exc:
-            raise StoreUnavailable(f"Milvus: {exc}") from exc
+        self._call(lambda: self._client.delete(self.collection, ids=list(ids)))
 
     def remove_user(self, *, tenant_id: str, user_id: str) -> int:
         """Delete every vector of one end user; returns how many were deleted."""
         expression = f"tenant_id == {_quoted(tenant_id)} and user_id == {_quoted(user_id)}"
-        try:
-            result = self._client.delete(self.collection, filter=expression)
-        except MilvusException as exc:
-            raise StoreUnavailable(f"Milvus: {exc}") from exc
+        result = self._call(lambda: self._client.delete(self.collection, filter=expression))
         return int(result.get("delete_count", 0)) if isinstance(result, dict) else 0
 
     def vectors_of(self, *, ids: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors by memory_id (missing ids are left out)."""
         if not ids:
             return {}
-        try:
-            rows = self._client.get(self.collection, ids=list(ids), output_fields=["vector"])
-        except MilvusException as exc:
-            raise StoreUnavailable(f"Milvus: {exc}") from exc
+        rows = self._call(
+            lambda: self._client.get(self.collection, ids=list(ids), output_fields=["vector"])
+        )
         return {str(row["id"]): [float(v) for v in row["vector"]] for row in rows}
 
     def ids_where(self, *, tenant_id: str, ids: Sequence[str] = (), user_id: str = "") -> list[str]:
@@ -178,12 +203,11 @@ class MilvusVectorIndex:
             parts.append(_in("id", ids))
         if user_id:
             parts.append(f"user_id == {_quoted(user_id)}")
-        try:
-            rows = self._client.query(
+        rows = self._call(
+            lambda: self._client.query(
                 self.collection, filter=" and ".join(parts), output_fields=["id"], limit=16384
             )
-        except MilvusException as exc:
-            raise StoreUnavailable(f"Milvus: {exc}") from exc
+        )
         return [str(row["id"]) for row in rows]
 
     def flush(self) -> None:
@@ -196,30 +220,38 @@ class MilvusVectorIndex:
     # --- reads ---------------------------------------------------------------------------------
     def nearest(self, *, vector: Sequence[float], scope: Scope, limit: int) -> list[Hit]:
         """The closest cards within the scope; the filter runs inside the search."""
-        try:
-            results = self._client.search(
+        results = self._call(
+            lambda: self._client.search(
                 self.collection,
                 data=[list(vector)],
                 filter=filter_expression(scope),
                 limit=limit,
                 search_params={"metric_type": "COSINE"},
             )
-        except MilvusException as exc:
-            raise StoreUnavailable(f"Milvus: {exc}") from exc
+        )
         return [Hit(str(r["id"]), float(r["distance"])) for r in results[0]]
 
     def versions(self) -> Iterator[tuple[str, int]]:
         """(memory_id, version) of every stored vector."""
-        try:
-            iterator = self._client.query_iterator(
+        iterator = self._call(
+            lambda: self._client.query_iterator(
                 self.collection, batch_size=1000, filter="", output_fields=["version"]
             )
+        )
+        try:
             while batch := iterator.next():
                 for row in batch:
                     yield str(row["id"]), int(row["version"])
             iterator.close()
         except MilvusException as exc:
             raise StoreUnavailable(f"Milvus: {exc}") from exc
+
+
+def _not_loaded(exc: MilvusException) -> bool:
+    message = str(getattr(exc, "message", "") or exc).lower()
+    return getattr(exc, "code", None) == NOT_LOADED_CODE or any(
+        words in message for words in ("not loaded", "call load()")
+    )
 
 
 def _quoted(value: str) -> str:

@@ -4,6 +4,10 @@ Each recall pushes one record to a Redis list and, when the list was empty, sche
 moment later that applies everything queued in one batch: recall counts of short-term items,
 access counts of long-term cards, and one `system` event per recall in the session transcript,
 whose id is the recall id (so applying a batch twice appends nothing twice).
+
+When Redis is unreachable (and with it the broker, usually the same server) the record is
+kept as a row of a PostgreSQL outbox instead, which the same task applies first once Redis
+is back (the `recall-effects-apply` beat job), so every recall stays recorded.
 """
 
 from __future__ import annotations
@@ -16,10 +20,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Case, F, IntegerField, Value, When
 
-from memories.models import LtmCard
+from memories.models import LtmCard, RecallEffectOutbox
 from memories.recall.cache import recall_log
 from memories.stm.keys import Owner
 from memories.stm.locks import redis_lock
@@ -44,14 +48,26 @@ def recall_effects_schedule(
         queued = recall_log().push(record=record)
     except StoreUnavailable as exc:
         trace_failure(f"recall log: {exc}")
-        # The queue is unreachable: hand this record to the task itself, so it is not lost.
-        _enqueue(lambda: recall_effects_apply_task.delay(records=[record]), record)
+        # The queue is unreachable, and so is the broker when it is the same Redis: keep the
+        # record in PostgreSQL (no broker call, which would wait on the failed server).
+        if not _keep_in_outbox(record):
+            # PostgreSQL failed too: hand the record to the task itself, a last chance.
+            _enqueue(lambda: recall_effects_apply_task.delay(records=[record]), record)
         return
     # The first record of an empty queue schedules a run; so does every BATCH-th, so a lost
     # run (a worker killed meanwhile) stalls the queue for one batch at most, not until beat.
     if queued == 1 or queued % BATCH == 0:
         countdown = settings.RECALL_EFFECTS_DELAY_SECONDS
         _enqueue(lambda: recall_effects_apply_task.apply_async(countdown=countdown), record)
+
+
+def _keep_in_outbox(record: dict[str, Any]) -> bool:
+    try:
+        RecallEffectOutbox.objects.create(tenant_id=record["tenant_id"], record=record)
+    except DatabaseError:
+        logger.warning("recall effects not kept (%s)", record["recall_id"], exc_info=True)
+        return False
+    return True
 
 
 def _enqueue(send: Callable[[], Any], record: dict[str, Any]) -> None:
@@ -76,6 +92,12 @@ def recall_effects_apply(*, records: Sequence[dict[str, Any]] | None = None) -> 
     with redis_lock("recall-effects", ttl_seconds=180) as acquired:
         if not acquired:
             return EffectsResult(applied=0, more=False, busy=True)
+        # Records kept during a Redis outage first: they are older than what Redis queued since.
+        kept = list(RecallEffectOutbox.objects.order_by("id").values_list("id", "record")[:BATCH])
+        if kept:
+            _apply([record for _, record in kept])
+            RecallEffectOutbox.objects.filter(id__in=[pk for pk, _ in kept]).delete()
+            return EffectsResult(applied=len(kept), more=True)
         batch = recall_log().peek(limit=BATCH)
         if batch:
             _apply(batch)

@@ -1,13 +1,104 @@
-"""The Redis connections of the service."""
+"""The Redis connections of the service.
+
+Every client has connect and reply timeouts (REDIS_CONNECT_TIMEOUT_MS, REDIS_SOCKET_TIMEOUT_MS;
+recall's own reads RECALL_REDIS_TIMEOUT_MS), no retries, and fails fast: once a connection to
+a server failed or timed out, calls to that server from this process fail at once for
+REDIS_FAIL_FAST_MS. A request that meets a Redis outage so waits for one timeout at most, not
+for one per call (key cache, throttle, touch claim, recall's reads, the recall log).
+"""
 
 from __future__ import annotations
 
+import threading
+import time
 from functools import cache
 from typing import Any
 
 import redis
 from django.conf import settings
 from django_redis import get_redis_connection
+from redis.connection import Connection, ConnectionPool, SSLConnection
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+_OUTAGES = (RedisConnectionError, RedisTimeoutError)
+_failed_until: dict[tuple[str, int], float] = {}
+_failed_lock = threading.Lock()
+
+
+def _server(connection: Any) -> tuple[str, int]:
+    return (str(getattr(connection, "host", "")), int(getattr(connection, "port", 0) or 0))
+
+
+def _check(connection: Any) -> None:
+    until = _failed_until.get(_server(connection))
+    if until is not None and time.monotonic() < until:
+        raise RedisConnectionError(
+            f"Redis {connection.host}:{connection.port} failed moments ago; not waiting on it"
+        )
+
+
+def _failed(connection: Any) -> None:
+    hold = settings.REDIS_FAIL_FAST_SECONDS
+    if hold > 0:
+        with _failed_lock:
+            _failed_until[_server(connection)] = time.monotonic() + hold
+
+
+def _recovered(connection: Any) -> None:
+    if _failed_until:
+        with _failed_lock:
+            _failed_until.pop(_server(connection), None)
+
+
+class _FailFast:
+    """Connection methods that refuse at once while their server is known to be down."""
+
+    def connect_check_health(self, *args: Any, **kwargs: Any) -> Any:
+        _check(self)
+        try:
+            return super().connect_check_health(*args, **kwargs)  # type: ignore[misc]
+        except _OUTAGES:
+            _failed(self)
+            raise
+
+    def send_packed_command(self, *args: Any, **kwargs: Any) -> Any:
+        _check(self)
+        try:
+            return super().send_packed_command(*args, **kwargs)  # type: ignore[misc]
+        except _OUTAGES:
+            _failed(self)
+            raise
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            response = super().read_response(*args, **kwargs)  # type: ignore[misc]
+        except _OUTAGES:
+            _failed(self)
+            raise
+        _recovered(self)
+        return response
+
+
+class FailFastConnection(_FailFast, Connection):
+    pass
+
+
+class FailFastSSLConnection(_FailFast, SSLConnection):
+    pass
+
+
+class FailFastConnectionPool(ConnectionPool):
+    """A pool of fail-fast connections without retries (the cache's CONNECTION_POOL_CLASS)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        plain = kwargs.get("connection_class", Connection)
+        secure = isinstance(plain, type) and issubclass(plain, SSLConnection)
+        kwargs["connection_class"] = FailFastSSLConnection if secure else FailFastConnection
+        # No retries: a failed call is reported at once (callers degrade or answer 503).
+        kwargs["retry"] = None
+        kwargs["retry_on_error"] = []
+        super().__init__(*args, **kwargs)
 
 
 def redis_connection() -> Any:
@@ -20,8 +111,9 @@ def recall_redis_connection() -> Any:
     """A client for recall's reads, whose socket timeout is recall's time budget for Redis:
     a slow Redis is given up on (and reported as degraded) instead of stalling the answer."""
     timeout = settings.RECALL_REDIS_TIMEOUT_SECONDS
-    return redis.Redis.from_url(
+    pool = FailFastConnectionPool.from_url(
         str(settings.CACHES["default"]["LOCATION"]),
         socket_timeout=timeout,
-        socket_connect_timeout=timeout,
+        socket_connect_timeout=min(timeout, settings.REDIS_CONNECT_TIMEOUT_SECONDS),
     )
+    return redis.Redis(connection_pool=pool)
