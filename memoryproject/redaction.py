@@ -26,7 +26,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from functools import lru_cache
 from typing import Any
@@ -90,11 +90,13 @@ def iban_valid(compact: str) -> bool:
 
 
 # --- detectors ---------------------------------------------------------------------------------
-_DIGIT_RUN = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d])")
+# Each pattern starts with what it consumes and looks behind afterwards: the regular
+# expression engine then skips ahead to candidate characters instead of trying every position.
+_DIGIT_RUN = re.compile(r"\d(?<!\d\d)(?<!\d[ -]\d)(?:[ -]?\d){12,18}(?!\d)")
 _CARD_WORD = re.compile(
     r"卡号|银行卡|信用卡|借记卡|储蓄卡|(?<![A-Za-z])(?:card|credit|debit)s?(?![A-Za-z])", re.I
 )
-_ID_RUN = re.compile(r"(?<![0-9A-Za-z])(?:\d{17}[\dXx]|\d{15})(?![0-9A-Za-z])")
+_ID_RUN = re.compile(r"\d(?<![0-9A-Za-z]\d)(?:\d{16}[\dXx]|\d{14})(?![0-9A-Za-z])")
 _ID_WORD = re.compile(
     r"身份证|证件号|(?<![A-Za-z])(?:identity|id[ _-]?(?:card|number|no))(?![A-Za-z])", re.I
 )
@@ -119,7 +121,7 @@ _VALUE = (
 _SECRET = re.compile(
     rf"(?P<key>{_SECRET_WORD})[\"']?"
     r"(?:\s+(?:for|of|to|on)\s+[\w.@/-]{1,40})?"  # the password for prod-db is …
-    r"(?P<sep>\s*(?:[:=：]|是|为|\bis\b|\bwas\b)\s*)"
+    r"(?P<sep>\s*(?:[:=：]|是|为|\bis\b|\bwas\b)\s*|(?<=[码令钥牌])\s+)"  # 密码 X too
     rf"(?P<value>{_VALUE})",
     re.I,
 )
@@ -135,7 +137,9 @@ _NOT_SECRETS = frozenset(
 _TRAILING = ".,;:!?)]}>"
 
 _BEARER = re.compile(r"(?P<key>\bbearer)\s+(?P<value>[A-Za-z0-9\-._~+/]{8,}=*)", re.I)
-_JWT = re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*")
+_JWT = re.compile(
+    r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"
+)
 _SERVICE_KEY = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
     r"sk-(?:ant-|proj-|live-)?[A-Za-z0-9_-]{20,}"  # OpenAI, Anthropic and look-alikes
@@ -149,8 +153,8 @@ _SERVICE_KEY = re.compile(
     r")(?![A-Za-z0-9_-])"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"
 )
-_IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
-_SSN = re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])")
+_IBAN = re.compile(r"[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]\d{2}(?:[ -]?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
+_SSN = re.compile(r"\d(?<![\d-]\d)\d{2}-\d{2}-\d{4}(?![\d-])")
 
 
 def _near(word: re.Pattern[str], text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -177,9 +181,34 @@ def _card_numbers(text: str, context: str) -> Iterator[_Span]:
         word = _near(_CARD_WORD, text, *match.span())
         if named or word is not None or luhn_valid(digits):
             yield _Span(*match.span(), "bank_card", (word,) if word else ())
+        elif window := _luhn_window(match):
+            yield _Span(*window, "bank_card")  # `qty 2 4111 1111 1111 1111`
+
+
+def _luhn_window(match: re.Match[str]) -> tuple[int, int] | None:
+    """The first run of whole digit groups inside a grouped number that passes Luhn."""
+    groups = [
+        (m.start() + match.start(), m.end() + match.start())
+        for m in re.finditer(r"\d+", match.group(0))
+    ]
+    for first in range(len(groups)):
+        for last in range(len(groups) - 1, first - 1, -1):
+            if (first, last) == (0, len(groups) - 1):
+                continue  # the whole number, already tried
+            start, end = groups[first][0], groups[last][1]
+            digits = re.sub(r"\D", "", match.string[start:end])
+            if 13 <= len(digits) <= 19 and luhn_valid(digits):
+                return start, end
+    return None
+
+
+_SECRET_HINTS = ("pass", "pwd", "secret", "token", "key", "密码", "口令", "密钥", "秘钥", "令牌")
 
 
 def _secrets(text: str, context: str) -> Iterator[_Span]:
+    lowered = text.lower()
+    if not any(hint in lowered for hint in _SECRET_HINTS):
+        return
     for match in _SECRET.finditer(text):
         value = match.group("value")
         start, end = match.span("value")
@@ -198,6 +227,8 @@ def _secrets(text: str, context: str) -> Iterator[_Span]:
 
 
 def _bearer(text: str, context: str) -> Iterator[_Span]:
+    if "bearer" not in text.lower():
+        return
     for match in _BEARER.finditer(text):
         if not text.startswith(MARKER_PREFIX, match.start("value")):
             yield _Span(*match.span("value"), "bearer_token", (match.span("key"),))
@@ -225,9 +256,22 @@ def _ibans(text: str, context: str) -> Iterator[_Span]:
             candidate = candidate[:cut]
 
 
+_KEY_HINTS = (
+    *("sk-", "sk_", "rk_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox"),
+    *("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa", "aiza", "glpat-"),
+    *("mk_", "-----begin"),
+)
+
+
+def _service_keys(text: str, context: str) -> Iterator[_Span]:
+    lowered = text.lower()
+    if any(hint in lowered for hint in _KEY_HINTS):
+        yield from _plain(_SERVICE_KEY, "service_key")(text, context)
+
+
 # Where two findings overlap, the one starting first (at the same start, the longer) wins.
 _DETECTORS: tuple[Callable[[str, str], Iterator[_Span]], ...] = (
-    _plain(_SERVICE_KEY, "service_key"),
+    _service_keys,
     _plain(_JWT, "jwt"),
     _bearer,
     _ibans,
@@ -285,7 +329,11 @@ class Redactor:
         kept: list[_Span] = []
         for span in sorted(spans, key=lambda s: (s.start, -(s.end - s.start))):
             if kept and span.start < kept[-1].end:
-                continue  # inside (or across) a span already redacted
+                # Inside (or across) a span already redacted; its keyword (`Bearer` before a
+                # JWT) still belongs to the sensitive phrase.
+                keywords = (*kept[-1].keywords, *span.keywords)
+                kept[-1] = replace(kept[-1], keywords=keywords)
+                continue
             kept.append(span)
         out, position = [], 0
         covered = bytearray(len(text))
