@@ -542,6 +542,37 @@ def test_the_reviewers_transcript_excerpt_and_queue_are_redacted(tenant, owner: 
 
 
 @pytest.mark.django_db
+def test_an_admin_edit_of_nothing_but_a_card_number_is_a_form_error(tenant) -> None:
+    alice = EndUserFactory(tenant=tenant, external_id="alice")
+    promotion = PromotionRequest.objects.create(
+        request_id="prm_edit",
+        tenant=tenant,
+        end_user=alice,
+        path=PromotionRequest.Path.POSTGRES,
+        memory_type="preference",
+        proposal={"key": "preference.payment", "value": "invoice", "target": "preference"},
+        evidence={"message_ids": [], "sessions": []},
+        existing={"current": None},
+        fingerprint="edit",
+    )
+    reviewer = StaffUserFactory()
+    MembershipFactory(user=reviewer, tenant=tenant, role=TenantMembership.Role.REVIEWER)
+    client = Client()
+    client.force_login(reviewer)
+    before = counts()
+
+    page = client.post(
+        reverse("admin:memories_promotionrequest_change", args=[promotion.pk]),
+        {"_approve_edited": "1", "value": f'"{CARD_EN}"', "reason": "typed the card"},
+    )
+
+    assert page.status_code == 200
+    assert "Holds nothing but sensitive data" in page.content.decode()
+    promotion.refresh_from_db()
+    assert promotion.status == "pending" and counts() == before
+
+
+@pytest.mark.django_db
 def test_admin_pages_of_stored_text_are_redacted(tenant) -> None:
     alice = EndUserFactory(tenant=tenant, external_id="alice")
     # Rows written before redaction covered them.
