@@ -183,6 +183,24 @@ def test_every_field_of_a_proposal_is_redacted(owner: APIClient) -> None:
     assert item["task_id"] == "refund-[REDACTED:bank_card]"
     assert item["entities"] == ["refunds", "IBAN [REDACTED:iban]"]
     assert not any(b"4111" in key for key in stm_keys())  # the task id names a Redis key
+    # An agent still finds the item by the task id it knows.
+    listed = owner.get(
+        reverse("memories:stm"), {"user_id": "u_42", "task_id": "refund-4111111111111111"}
+    ).json()
+    assert [i["id"] for i in listed["items"]] == [result["item_id"]]
+    recalled = owner.post(
+        reverse("memories:recall"),
+        {
+            "user_id": "u_42",
+            "session_id": "s_1",
+            "task_id": "refund-4111111111111111",
+            "query": "退款规则",
+            "layers": ["redis"],
+        },
+        format="json",
+    ).json()
+    assert result["item_id"] in [i.get("id") or i.get("memory_id") for i in recalled["items"]]
+    assert_no_raw(recalled)
 
 
 @pytest.mark.django_db
