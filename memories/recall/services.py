@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -47,6 +47,7 @@ from memories.stm.keys import Owner
 from memories.stm.store import now_seconds, recall_stm_store
 from memories.vocabulary import Vocabulary, default_vocabulary
 from memoryproject.errors import Invalid, StoreUnavailable
+from memoryproject.redaction import redact_text
 from profiles.models import Tenant
 from transcripts.selectors import session_is_users
 
@@ -117,6 +118,8 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         raise Invalid(
             f"layers must be among {', '.join(LAYERS)}.", fields={"layers": sorted(unknown)}
         )
+    # Task ids are stored redacted (they name Redis keys): look them up the same way.
+    request = replace(request, task_id=redact_text(request.task_id))
     trace = _Trace()
     started = time.perf_counter()
     # 0. A recall names its session's own user (or a session yet to start) and creates nothing.

@@ -9,6 +9,7 @@ from memories.stm.items import StmItem
 from memories.stm.keys import Owner
 from memories.stm.store import now_seconds, stm_store
 from memoryproject.errors import NotFound
+from memoryproject.redaction import redact_text
 from profiles.models import EndUser, Tenant
 
 _ITEM_ID = re.compile(r"^stm_(\d+)_[0-9a-f]{16}$")
@@ -55,6 +56,7 @@ def stm_items_for(
     limit: int = 50,
 ) -> ItemPage:
     """A user's live items, newest first, filtered by session, task, type and entity."""
+    task_id = redact_text(task_id)  # task ids are stored redacted
     owner = stm_owner_for(tenant=tenant, user_id=user_id)
     store = stm_store()
     # Walk the most selective index; check the other filters on the items themselves.
