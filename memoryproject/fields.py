@@ -19,8 +19,8 @@ class StrictCharField(serializers.CharField):
 
 
 class JsonObjectField(serializers.DictField):
-    """A JSON object of any values."""
+    """A JSON object of any values, null included (as it is inside nested lists and objects)."""
 
     def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("child", serializers.JSONField())
+        kwargs.setdefault("child", serializers.JSONField(allow_null=True))
         super().__init__(**kwargs)

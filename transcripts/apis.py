@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryproject.errors import PayloadTooLarge
+from memoryproject.errors import Gone, PayloadTooLarge
 from memoryproject.fields import JsonObjectField, StrictCharField
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator
@@ -132,6 +132,8 @@ class SessionEventsApi(APIView):
         query = self.ReplayQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         session = session_for(tenant=request_tenant(request), session_id=session_id)
+        if session.erased_at is not None:
+            raise Gone(f"Session {session_id!r} was erased; its events are gone.")
         page = events_after(session=session, **query.validated_data)
         output = self.ReplayOutputSerializer(
             {
