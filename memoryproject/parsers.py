@@ -32,6 +32,8 @@ _STRING_LITERAL = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _INNERMOST = re.compile(r"\[\]|\{\}")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+_SUSPECT_NUMBER = re.compile("[0-9]{19}|[eE]")
 
 
 def too_large() -> PayloadTooLarge:
@@ -48,14 +50,12 @@ def _declared_length(request: HttpRequest) -> int | None:
     return int(declared)
 
 
-def nested_deeper_than(text: str, limit: int) -> bool:
-    """Whether the JSON text nests arrays and objects more than `limit` levels deep.
+def _without_strings(text: str) -> str:
+    return _STRING_LITERAL.sub("", text)
 
-    Checked before parsing, so the parser never recurses past the limit: strings are taken
-    out, then each pass removes the innermost empty brackets; `limit` passes empty any text
-    that nests no deeper. Malformed bracketing is left to the parser to report.
-    """
-    brackets = _NOT_BRACKET.sub("", _STRING_LITERAL.sub("", text))
+
+def _brackets_deeper_than(structure: str, limit: int) -> bool:
+    brackets = _NOT_BRACKET.sub("", structure)
     for _ in range(limit):
         if not brackets:
             return False
@@ -64,6 +64,16 @@ def nested_deeper_than(text: str, limit: int) -> bool:
             return False
         brackets = inner
     return bool(brackets)
+
+
+def nested_deeper_than(text: str, limit: int) -> bool:
+    """Whether the JSON text nests arrays and objects more than `limit` levels deep.
+
+    Checked before parsing, so the parser never recurses past the limit: strings are taken
+    out, then each pass removes the innermost empty brackets; `limit` passes empty any text
+    that nests no deeper. Malformed bracketing is left to the parser to report.
+    """
+    return _brackets_deeper_than(_without_strings(text), limit)
 
 
 def _shown(text: str) -> str:
@@ -81,36 +91,73 @@ def _text_problem(text: str) -> str:
     return "contain unpaired surrogates (\\ud800-\\udfff)."
 
 
+def _value_problem(value: Any) -> str:
+    kind = type(value)
+    if kind is str:
+        problem = _text_problem(value)
+        return f"Must not {problem}" if problem else ""
+    if kind is int and not INT_MIN <= value <= INT_MAX:
+        return "Integers must be between -2^63 and 2^63-1."
+    # PostgreSQL's jsonb gives 1e20 back as the integer 100000000000000000000.
+    if kind is float and not (math.isfinite(value) and -FLOAT_LIMIT < value < FLOAT_LIMIT):
+        return "Numbers must be finite and between -2^63 and 2^63."
+    return ""
+
+
+Path = tuple[Any, str | int] | None  # (parent path, key), built only as deep as it is walked
+
+
+def _path_name(path: Path) -> str:
+    parts: list[str] = []
+    while path is not None:
+        path, key = path
+        parts.append(_shown(key) if isinstance(key, str) else str(key))
+    return ".".join(reversed(parts)) or "__all__"
+
+
 def unstorable_values(data: Any) -> FieldErrors:
     """Where the parsed JSON holds a value no store can keep, by field path (a.0.b)."""
     problems: FieldErrors = {}
-    stack: list[tuple[Any, str]] = [(data, "")]
+
+    def note(path: Path, message: str) -> None:
+        problems.setdefault(_path_name(path), []).append(message)
+
+    if not isinstance(data, dict | list):
+        problem = _value_problem(data)
+        return {"__all__": [problem]} if problem else {}
+    stack: list[tuple[dict[str, Any] | list[Any], Path]] = [(data, None)]
     while stack and len(problems) < MAX_REPORTED_FIELDS:
-        value, path = stack.pop()
-        problem = ""
-        if isinstance(value, str):
-            problem = _text_problem(value) and f"Must not {_text_problem(value)}"
-        elif isinstance(value, bool) or value is None:
-            pass
-        elif isinstance(value, int):
-            if not INT_MIN <= value <= INT_MAX:
-                problem = "Integers must be between -2^63 and 2^63-1."
-        elif isinstance(value, float):
-            # PostgreSQL's jsonb gives 1e20 back as the integer 100000000000000000000.
-            if not (math.isfinite(value) and -FLOAT_LIMIT < value < FLOAT_LIMIT):
-                problem = "Numbers must be finite and between -2^63 and 2^63."
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                name = f"{path}.{_shown(key)}" if path else _shown(key)
-                key_problem = _text_problem(key)
-                if key_problem:
-                    problems.setdefault(name, []).append(f"Field names must not {key_problem}")
-                stack.append((item, name))
-        elif isinstance(value, list):
-            stack.extend((item, f"{path}.{i}" if path else str(i)) for i, item in enumerate(value))
-        if problem:
-            problems.setdefault(path or "__all__", []).append(problem)
+        container, path = stack.pop()
+        items = container.items() if isinstance(container, dict) else enumerate(container)
+        for key, value in items:
+            here = (path, key)
+            if type(key) is str and _UNSTORABLE.search(key):
+                note(here, f"Field names must not {_text_problem(key)}")
+            if isinstance(value, dict | list):
+                if value:
+                    stack.append((value, here))
+            else:
+                problem = _value_problem(value)
+                if problem:
+                    note(here, problem)
     return problems
+
+
+def might_hold_unstorable_values(text: str, structure: str | None = None) -> bool:
+    """A quick look at the text for what unstorable_values finds: numbers of 19 digits or with
+    an exponent outside strings, NUL or surrogate escapes, raw surrogates (which only an odd
+    charset can decode to). It may see more than there is, never less."""
+    if structure is None:
+        structure = _without_strings(text)
+    if _SUSPECT_NUMBER.search(structure):
+        return True
+    if "\\u" in text and _SUSPECT_ESCAPE.search(text):
+        return True
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _refuse_constant(name: str) -> Any:
@@ -142,7 +189,8 @@ class BoundedJSONParser(JSONParser):
             f"The JSON body nests deeper than {depth} levels.",
             fields={"__all__": [f"Nest arrays and objects at most {depth} levels deep."]},
         )
-        if nested_deeper_than(text, depth):
+        structure = _without_strings(text)
+        if _brackets_deeper_than(structure, depth):
             raise too_deep
         try:
             data = json.loads(text, parse_constant=_refuse_constant)
@@ -150,9 +198,10 @@ class BoundedJSONParser(JSONParser):
             raise too_deep from None
         except ValueError as exc:
             raise ParseError(f"JSON parse error - {exc}") from None
-        problems = unstorable_values(data)
-        if problems:
-            raise Invalid("The request is not valid; see fields.", fields=problems)
+        if might_hold_unstorable_values(text, structure):
+            problems = unstorable_values(data)
+            if problems:
+                raise Invalid("The request is not valid; see fields.", fields=problems)
         return data
 
 

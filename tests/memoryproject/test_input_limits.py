@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 from django.urls import reverse
+from hypothesis import given
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from memories.models import AuditEvent, DeletionRequest, LtmCard
@@ -20,7 +22,11 @@ from memories.stm import keys
 from memories.stm.redis_client import redis_connection
 from memories.stm.selectors import stm_item_for
 from memoryproject.errors import NotFound
-from memoryproject.parsers import nested_deeper_than
+from memoryproject.parsers import (
+    might_hold_unstorable_values,
+    nested_deeper_than,
+    unstorable_values,
+)
 from profiles.models import EndUser, StableFact, UserPreference, UserProfile, UserProjectRole
 from tests.factories import ProjectFactory
 from transcripts.models import EventRef, Segment, Session
@@ -232,6 +238,27 @@ def test_numbers_beyond_what_the_stores_keep_are_400(owner: APIClient, raw, mess
         error = assert_refused(response, 400, "invalid", field)
         assert message in error["fields"][field][0]
     assert snapshot() == before
+
+
+ANY_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=2**62, max_value=2**65)  # around the 64-bit limits
+    | st.integers(min_value=-(2**65), max_value=-(2**62))
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(), children),
+    max_leaves=10,
+)
+
+
+@given(value=ANY_JSON, ascii_only=st.booleans())
+def test_the_quick_look_never_misses_what_the_full_walk_finds(value, ascii_only: bool) -> None:
+    # The parser walks the parsed body only when a quick look at its text sees a suspect.
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    if unstorable_values(json.loads(text)):
+        assert might_hold_unstorable_values(text)
 
 
 def test_the_largest_accepted_integers_round_trip(owner: APIClient) -> None:
