@@ -528,3 +528,12 @@ def test_too_many_query_parameters_are_400_json(owner: APIClient) -> None:
     query = "&".join(f"p{i}=1" for i in range(1500))
     assert_refused(owner.get(f"{STM}?{query}"), 400, "invalid")
     assert snapshot() == before
+
+
+def test_requests_django_refuses_outside_the_api_views_are_400_json_but_html_in_admin() -> None:
+    client = APIClient()
+    api = client.get("/healthz", HTTP_HOST="evil.example")
+    assert_refused(api, 400, "invalid")
+    admin = client.get("/admin/", HTTP_HOST="evil.example")
+    assert admin.status_code == 400
+    assert admin["Content-Type"].startswith("text/html")
