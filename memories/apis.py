@@ -18,7 +18,7 @@ from memories.stm.selectors import stm_item_for, stm_items_for
 from memories.stm.services import stm_item_delete
 from memories.write.candidates import Candidate, MemoryType
 from memories.write.services import proposals_submit
-from memoryproject.fields import JsonObjectField, StrictCharField
+from memoryproject.fields import JsonObjectField, StrictCharField, StrictSerializer
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator
 from transcripts.selectors import events_by_ids
@@ -64,7 +64,7 @@ def item_document(item: StmItem) -> dict[str, Any]:
     }
 
 
-class SourceSerializer(serializers.Serializer):
+class SourceSerializer(StrictSerializer):
     kind = StrictCharField(required=False, max_length=32, default="proposal")
     message_ids = serializers.ListField(
         child=StrictCharField(max_length=128), required=False, max_length=200, default=list
@@ -74,7 +74,7 @@ class SourceSerializer(serializers.Serializer):
     )
 
 
-class ProposalSerializer(serializers.Serializer):
+class ProposalSerializer(StrictSerializer):
     user_id = StrictCharField(max_length=128, validators=[external_id_validator])
     session_id = StrictCharField(max_length=128, validators=[external_id_validator])
     task_id = StrictCharField(required=False, allow_blank=True, max_length=128, default="")
@@ -132,7 +132,7 @@ class ProposalSubmitApi(APIView):
 
     required_scopes = {"POST": "write"}
 
-    class ProposalsInputSerializer(serializers.Serializer):
+    class ProposalsInputSerializer(StrictSerializer):
         proposals = ProposalSerializer(  # type: ignore[call-arg]  # ListSerializer takes max_length
             many=True, allow_empty=False, max_length=MAX_PROPOSALS
         )
@@ -179,7 +179,7 @@ class StmListApi(APIView):
 
     required_scopes = {"GET": "read"}
 
-    class ListQuerySerializer(serializers.Serializer):
+    class ListQuerySerializer(StrictSerializer):
         user_id = StrictCharField(max_length=128, validators=[external_id_validator])
         session_id = StrictCharField(required=False, max_length=128, default="")
         task_id = StrictCharField(required=False, max_length=128, default="")

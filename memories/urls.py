@@ -10,9 +10,9 @@ app_name = "memories"
 urlpatterns = [
     path("memories/proposals", apis.ProposalSubmitApi.as_view(), name="proposals"),
     path("memories/stm", apis.StmListApi.as_view(), name="stm"),
-    path("memories/<str:item_id>", apis.MemoryItemApi.as_view(), name="item"),
+    path("memories/<extid:item_id>", apis.MemoryItemApi.as_view(), name="item"),
     path("ltm/cards:import", ltm_apis.CardImportApi.as_view(), name="ltm-import"),
-    path("ltm/cards/<str:memory_id>", ltm_apis.CardDetailApi.as_view(), name="ltm-card"),
+    path("ltm/cards/<extid:memory_id>", ltm_apis.CardDetailApi.as_view(), name="ltm-card"),
     path("ltm/search", ltm_apis.LtmSearchApi.as_view(), name="ltm-search"),
     path("recall", recall_apis.RecallApi.as_view(), name="recall"),
     path(
@@ -22,7 +22,7 @@ urlpatterns = [
     ),
     path("users/<extid:user_id>/forget", review_apis.UserForgetApi.as_view(), name="forget"),
     path("users/<extid:user_id>/export", review_apis.UserExportApi.as_view(), name="export"),
-    path("facts/<str:fact_id>", review_apis.FactDeleteApi.as_view(), name="fact"),
-    path("deletions/<str:request_id>", review_apis.DeletionDetailApi.as_view(), name="deletion"),
+    path("facts/<extid:fact_id>", review_apis.FactDeleteApi.as_view(), name="fact"),
+    path("deletions/<extid:request_id>", review_apis.DeletionDetailApi.as_view(), name="deletion"),
     path("promotions", review_apis.PromotionListApi.as_view(), name="promotions"),
 ]

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
@@ -134,6 +134,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
             headers=retry_after_headers(),
         )
+    if isinstance(exc, SuspiciousOperation):  # Django's own guards on the request it was sent
+        status_code, body = _unreadable_request(exc)
+        return Response(body, status=status_code)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
@@ -178,6 +181,24 @@ def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpRespons
         error_body("server_error", "An unexpected error happened; it has been logged."),
         status=500,
     )
+
+
+def _unreadable_request(exc: Exception) -> tuple[int, dict[str, Any]]:
+    """A request Django refused to read: too large a body (413), anything else 400."""
+    if isinstance(exc, RequestDataTooBig):
+        return status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, error_body(
+            PayloadTooLarge.code,
+            f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.",
+        )
+    return status.HTTP_400_BAD_REQUEST, error_body("invalid", f"The request was refused: {exc}")
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler400: the API's error shape (413 for too large a body); the admin keeps HTML."""
+    if request.path.startswith(ADMIN_PREFIX):
+        return defaults.bad_request(request, exception or SuspiciousOperation())
+    status_code, body = _unreadable_request(exception or SuspiciousOperation("bad request"))
+    return JsonResponse(body, status=status_code)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

@@ -1,10 +1,48 @@
-"""Serializer fields shared by the APIs."""
+"""Serializer fields shared by the APIs, and the base of every input serializer."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from django.http import QueryDict
 from rest_framework import serializers
+from rest_framework.settings import api_settings
+
+MAX_REPORTED_UNKNOWN = 20
+
+
+class StrictSerializer(serializers.Serializer):
+    """An input serializer that refuses fields it does not declare, naming each one.
+
+    A client's typo (`top_k` for `k`) is a 400, not a silently ignored value. Nested input
+    serializers derive from it too, so `events.0.colour` is named the same way. In a query
+    string, DRF's own `format` parameter is allowed.
+    """
+
+    default_error_messages = {"unknown_field": "Unknown field."}
+
+    def _unknown_fields(self, data: Any) -> dict[str, list[str]]:
+        if not isinstance(data, Mapping):
+            return {}
+        allowed = set(self.fields)
+        if isinstance(data, QueryDict):
+            allowed.add(api_settings.URL_FORMAT_OVERRIDE or "")
+        unknown = [str(name) for name in data if name not in allowed][:MAX_REPORTED_UNKNOWN]
+        message = str(self.error_messages["unknown_field"])
+        return {name: [message] for name in unknown}
+
+    def to_internal_value(self, data: Any) -> Any:
+        unknown = self._unknown_fields(data)
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if unknown and isinstance(exc.detail, dict):
+                raise serializers.ValidationError({**exc.detail, **unknown}) from None
+            raise
+        if unknown:
+            raise serializers.ValidationError(unknown)
+        return value
 
 
 class StrictCharField(serializers.CharField):
@@ -19,8 +57,8 @@ class StrictCharField(serializers.CharField):
 
 
 class JsonObjectField(serializers.DictField):
-    """A JSON object of any values."""
+    """A JSON object of any values, null included (as it is inside nested lists and objects)."""
 
     def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("child", serializers.JSONField())
+        kwargs.setdefault("child", serializers.JSONField(allow_null=True))
         super().__init__(**kwargs)

@@ -33,6 +33,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "memoryproject.logging.RequestIdMiddleware",
+    "memoryproject.parsers.BodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -219,8 +220,9 @@ API_MAX_BODY_BYTES = env.integer("API_MAX_BODY_BYTES", 4 * 1024 * 1024, minimum=
 RETRY_AFTER_SECONDS = env.integer("RETRY_AFTER_SECONDS", 5, minimum=1)
 TRANSCRIPT_MAX_EVENTS_PER_APPEND = env.integer("TRANSCRIPT_MAX_EVENTS_PER_APPEND", 500, minimum=1)
 TRANSCRIPT_MAX_CONTENT_CHARS = env.integer("TRANSCRIPT_MAX_CONTENT_CHARS", 65536, minimum=1)
-# Django's own guard on request bodies; ours (API_MAX_BODY_BYTES) answers 413 first.
-DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES + 1024
+API_MAX_JSON_DEPTH = env.integer("API_MAX_JSON_DEPTH", 32, minimum=4)
+# Django's own guard on request bodies, at the same size: the API answers it 413 in its shape.
+DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 
 # --- i18n, security, logging -------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

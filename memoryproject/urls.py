@@ -18,5 +18,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
 ]
 
+handler400 = "memoryproject.errors.bad_request"
 handler404 = "memoryproject.errors.not_found"
 handler500 = "memoryproject.errors.server_error"

@@ -11,12 +11,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.review.audit import Actor
-from memoryproject.fields import JsonObjectField, StrictCharField
+from memoryproject.fields import JsonObjectField, StrictCharField, StrictSerializer
 from profiles.auth import request_tenant
 from profiles.domains import FACT_DOMAINS, PREFERENCE_DOMAINS, key_problem
 from profiles.models import UserProjectRole, slug_validator, validate_timezone
 from profiles.selectors import profile_document_for
 from profiles.services import ProfilePatch, profile_update
+
+MAX_PATCH_ITEMS = 100  # preferences, roles and facts together, in one PATCH
+MAX_SOURCE_IDS = 200
 
 
 def _domain_key_field(domains: tuple[str, ...]) -> StrictCharField:
@@ -36,7 +39,7 @@ def _unique_keys(items: list[dict[str, Any]], *, fields: tuple[str, ...]) -> lis
     return items
 
 
-class ProfileFieldsSerializer(serializers.Serializer):
+class ProfileFieldsSerializer(StrictSerializer):
     language = StrictCharField(required=False, allow_blank=True, max_length=35)
     answer_style = StrictCharField(required=False, allow_blank=True, max_length=64)
     timezone = StrictCharField(
@@ -46,14 +49,16 @@ class ProfileFieldsSerializer(serializers.Serializer):
     extras = JsonObjectField(required=False)
 
 
-class PreferenceSerializer(serializers.Serializer):
+class PreferenceSerializer(StrictSerializer):
     key = _domain_key_field(PREFERENCE_DOMAINS)
     value = serializers.JSONField()
     confidence = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
-    source_ids = serializers.ListField(child=StrictCharField(max_length=128), required=False)
+    source_ids = serializers.ListField(
+        child=StrictCharField(max_length=128), required=False, max_length=MAX_SOURCE_IDS
+    )
 
 
-class RoleSerializer(serializers.Serializer):
+class RoleSerializer(StrictSerializer):
     project = StrictCharField(max_length=64, validators=[slug_validator])
     role = StrictCharField(max_length=64, allow_null=True)
     permission_scope = serializers.ChoiceField(
@@ -61,11 +66,13 @@ class RoleSerializer(serializers.Serializer):
     )
 
 
-class FactSerializer(serializers.Serializer):
+class FactSerializer(StrictSerializer):
     key = _domain_key_field(FACT_DOMAINS)
     value = serializers.JSONField()
     project = StrictCharField(required=False, max_length=64, validators=[slug_validator])
-    source_ids = serializers.ListField(child=StrictCharField(max_length=128), required=False)
+    source_ids = serializers.ListField(
+        child=StrictCharField(max_length=128), required=False, max_length=MAX_SOURCE_IDS
+    )
 
 
 class UserProfileApi(APIView):
@@ -77,11 +84,18 @@ class UserProfileApi(APIView):
 
     required_scopes = {"GET": "read", "PATCH": "admin"}
 
-    class ProfilePatchInputSerializer(serializers.Serializer):
+    class ProfilePatchInputSerializer(StrictSerializer):
+        # ListSerializer takes max_length; one PATCH changes at most MAX_PATCH_ITEMS in all.
         profile = ProfileFieldsSerializer(required=False)
-        preferences = PreferenceSerializer(many=True, required=False)
-        roles = RoleSerializer(many=True, required=False)
-        facts = FactSerializer(many=True, required=False)
+        preferences = PreferenceSerializer(  # type: ignore[call-arg]
+            many=True, required=False, max_length=MAX_PATCH_ITEMS
+        )
+        roles = RoleSerializer(  # type: ignore[call-arg]
+            many=True, required=False, max_length=MAX_PATCH_ITEMS
+        )
+        facts = FactSerializer(  # type: ignore[call-arg]
+            many=True, required=False, max_length=MAX_PATCH_ITEMS
+        )
 
         def validate_preferences(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
             return _unique_keys(items, fields=("key",))
@@ -96,6 +110,11 @@ class UserProfileApi(APIView):
             if not any(attrs.get(part) for part in ("profile", "preferences", "roles", "facts")):
                 raise serializers.ValidationError(
                     "Give at least one of profile, preferences, roles, facts."
+                )
+            changes = sum(len(attrs.get(part, ())) for part in ("preferences", "roles", "facts"))
+            if changes > MAX_PATCH_ITEMS:
+                raise serializers.ValidationError(
+                    f"At most {MAX_PATCH_ITEMS} preferences, roles and facts together."
                 )
             return attrs
 

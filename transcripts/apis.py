@@ -11,15 +11,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryproject.errors import PayloadTooLarge
-from memoryproject.fields import JsonObjectField, StrictCharField
+from memoryproject.errors import Gone, PayloadTooLarge
+from memoryproject.fields import JsonObjectField, StrictCharField, StrictSerializer
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator
 from transcripts.selectors import events_after, session_for, transcript_verify
 from transcripts.services import EventIn, Role, events_append
 
+MAX_SEQ = 2**31 - 1  # the largest sequence number a session can hold
 
-class EventInputSerializer(serializers.Serializer):
+
+class EventInputSerializer(StrictSerializer):
     id = StrictCharField(required=False, max_length=128, validators=[external_id_validator])
     role = serializers.ChoiceField(choices=Role.ALL)
     content = StrictCharField(allow_blank=True, trim_whitespace=False)
@@ -55,7 +57,7 @@ class SessionEventsApi(APIView):
 
     required_scopes = {"GET": "read", "POST": "write"}
 
-    class AppendInputSerializer(serializers.Serializer):
+    class AppendInputSerializer(StrictSerializer):
         user_id = StrictCharField(max_length=128, validators=[external_id_validator])
         task_id = StrictCharField(required=False, allow_blank=True, max_length=128, default="")
         events = EventInputSerializer(many=True, allow_empty=False)
@@ -74,8 +76,8 @@ class SessionEventsApi(APIView):
         head_hash = serializers.CharField()
         events = serializers.ListField(child=serializers.DictField())
 
-    class ReplayQuerySerializer(serializers.Serializer):
-        after = serializers.IntegerField(required=False, min_value=0, default=0)
+    class ReplayQuerySerializer(StrictSerializer):
+        after = serializers.IntegerField(required=False, min_value=0, max_value=MAX_SEQ, default=0)
         limit = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=100)
 
     class ReplayOutputSerializer(serializers.Serializer):
@@ -132,6 +134,8 @@ class SessionEventsApi(APIView):
         query = self.ReplayQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         session = session_for(tenant=request_tenant(request), session_id=session_id)
+        if session.erased_at is not None:
+            raise Gone(f"Session {session_id!r} was erased; its events are gone.")
         page = events_after(session=session, **query.validated_data)
         output = self.ReplayOutputSerializer(
             {

@@ -38,9 +38,9 @@ def events_after(*, session: Session, after: int = 0, limit: int = 100) -> Event
             break
     events = events[:limit]
     next_after = events[-1]["seq"] if events else after
-    return EventPage(
-        events=events, next_after=next_after, has_more=next_after < session.event_count
-    )
+    # An erased session's segments are tombstones: nothing more will ever come.
+    has_more = session.erased_at is None and next_after < session.event_count
+    return EventPage(events=events, next_after=next_after, has_more=has_more)
 
 
 @dataclass(frozen=True)

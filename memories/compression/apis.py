@@ -21,7 +21,7 @@ from memories.compression.services import (
     session_user_id,
 )
 from memories.compression.summary import tool_name
-from memoryproject.fields import StrictCharField
+from memoryproject.fields import StrictCharField, StrictSerializer
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator
 
@@ -148,7 +148,7 @@ class SessionCompressApi(APIView):
 
     required_scopes = {"POST": "read"}
 
-    class CompressInputSerializer(serializers.Serializer):
+    class CompressInputSerializer(StrictSerializer):
         budget_tokens = serializers.IntegerField(
             min_value=MIN_BUDGET_TOKENS, max_value=MAX_BUDGET_TOKENS
         )

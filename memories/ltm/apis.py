@@ -15,11 +15,12 @@ from memories.ltm.selectors import MODES, card_for, ltm_search
 from memories.ltm.services import CardInput, cards_import
 from memories.models import LtmCard
 from memories.review.audit import Actor
-from memoryproject.fields import StrictCharField
+from memoryproject.fields import StrictCharField, StrictSerializer
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator, slug_validator
 
 MAX_IMPORT = 500
+MAX_SOURCE_KINDS = 20
 
 
 def card_view(card: LtmCard) -> dict[str, Any]:
@@ -46,7 +47,7 @@ def card_view(card: LtmCard) -> dict[str, Any]:
     }
 
 
-class CardInputSerializer(serializers.Serializer):
+class CardInputSerializer(StrictSerializer):
     id = StrictCharField(required=False, max_length=128, default="")
     user_id = StrictCharField(
         required=False, max_length=128, default="", validators=[external_id_validator]
@@ -72,13 +73,20 @@ class CardInputSerializer(serializers.Serializer):
     importance = serializers.FloatField(min_value=0, max_value=1, default=0.5)
     confidence = serializers.FloatField(min_value=0, max_value=1, default=0.8)
 
+    def validate_source_refs(self, refs: dict[str, list[str]]) -> dict[str, list[str]]:
+        if len(refs) > MAX_SOURCE_KINDS or any(len(kind) > 64 for kind in refs):
+            raise serializers.ValidationError(
+                f"At most {MAX_SOURCE_KINDS} kinds of reference, each named in 64 characters."
+            )
+        return refs
+
 
 class CardImportApi(APIView):
     """Bulk import of knowledge cards (all or nothing); a known `id` updates its card."""
 
     required_scopes = {"POST": "admin"}
 
-    class ImportInputSerializer(serializers.Serializer):
+    class ImportInputSerializer(StrictSerializer):
         cards = CardInputSerializer(  # type: ignore[call-arg]  # ListSerializer takes max_length
             many=True, allow_empty=False, max_length=MAX_IMPORT
         )
@@ -146,7 +154,7 @@ class LtmSearchApi(APIView):
 
     required_scopes = {"POST": "read"}
 
-    class SearchInputSerializer(serializers.Serializer):
+    class SearchInputSerializer(StrictSerializer):
         query = StrictCharField(max_length=2000)
         mode = serializers.ChoiceField(choices=MODES, default="hybrid")
         k = serializers.IntegerField(min_value=1, max_value=100, default=10)
@@ -158,12 +166,14 @@ class LtmSearchApi(APIView):
             child=serializers.ChoiceField(choices=LtmCard.Type.choices),
             required=False,
             default=list,
+            max_length=len(LtmCard.Type.choices),
         )
         statuses = serializers.ListField(
             child=serializers.ChoiceField(choices=["active", "archived"]),
             required=False,
             default=["active"],
             allow_empty=False,
+            max_length=2,
         )
 
     @extend_schema(request=SearchInputSerializer, responses=OpenApiTypes.OBJECT)

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from memories.recall.pool import MemoryCandidate
 from memories.recall.routing import LAYERS
 from memories.recall.services import RecallRequest, RecallResult, recall
-from memoryproject.fields import StrictCharField
+from memoryproject.fields import StrictCharField, StrictSerializer
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator, slug_validator
 
@@ -60,7 +60,7 @@ class RecallApi(APIView):
 
     required_scopes = {"POST": "read"}
 
-    class RecallInputSerializer(serializers.Serializer):
+    class RecallInputSerializer(StrictSerializer):
         user_id = StrictCharField(max_length=128, validators=[external_id_validator])
         session_id = StrictCharField(max_length=128, validators=[external_id_validator])
         query = StrictCharField(max_length=8000, allow_blank=True)

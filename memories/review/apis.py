@@ -16,7 +16,7 @@ from memories.review.audit import Actor
 from memories.review.deletion import deletion_for, deletion_request
 from memories.review.export import user_export
 from memories.review.promotion import promotions_for
-from memoryproject.fields import StrictCharField
+from memoryproject.fields import StrictCharField, StrictSerializer
 from profiles.auth import request_tenant
 
 
@@ -38,7 +38,7 @@ def deletion_view(request: DeletionRequest) -> dict[str, Any]:
     }
 
 
-class DeletionInputSerializer(serializers.Serializer):
+class DeletionInputSerializer(StrictSerializer):
     reason = StrictCharField(required=False, allow_blank=True, max_length=2000, default="")
 
 
@@ -96,7 +96,7 @@ class PromotionListApi(APIView):
 
     required_scopes = {"GET": "read"}
 
-    class QuerySerializer(serializers.Serializer):
+    class QuerySerializer(StrictSerializer):
         status = serializers.ChoiceField(choices=ReviewStatus.choices, required=False)
         limit = serializers.IntegerField(min_value=1, max_value=500, default=100)
 

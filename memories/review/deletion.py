@@ -31,7 +31,9 @@ def fact_row_for(*, tenant: Tenant, fact_id: str) -> UserPreference | StableFact
         model, raw = StableFact, fact_id.removeprefix(FACT_PREFIX)
     else:
         raise NotFound(f"No fact {fact_id!r}.")
-    row = model.objects.filter(tenant=tenant, pk=int(raw)).first() if raw.isdigit() else None
+    # ASCII digits only: str.isdigit() also accepts superscripts and other scripts' digits.
+    number = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 18 else None
+    row = model.objects.filter(tenant=tenant, pk=number).first() if number else None
     if row is None:
         raise NotFound(f"No fact {fact_id!r}.")
     return row

@@ -12,7 +12,7 @@ from memoryproject.errors import NotFound
 from memoryproject.redaction import redact_text
 from profiles.models import EndUser, Tenant
 
-_ITEM_ID = re.compile(r"^stm_(\d+)_[0-9a-f]{16}$")
+_ITEM_ID = re.compile(r"stm_([0-9]{1,18})_[0-9a-f]{16}")
 
 
 def stm_owner_for(*, tenant: Tenant, user_id: str) -> Owner:
@@ -25,7 +25,7 @@ def stm_owner_for(*, tenant: Tenant, user_id: str) -> Owner:
 
 def stm_item_for(*, tenant: Tenant, item_id: str) -> StmItem:
     """One live item of the tenant; NotFound for unknown, expired or other tenants' ids."""
-    match = _ITEM_ID.match(item_id)
+    match = _ITEM_ID.fullmatch(item_id)
     missing = NotFound(f"No memory {item_id!r}.")
     if match is None:
         raise missing

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
@@ -208,3 +210,37 @@ def test_fact_versions_are_kept_per_owner(tenant) -> None:
 
 def history_current_pk(user: EndUser) -> int:
     return UserPreference.objects.get(end_user=user, is_current=True).pk
+
+
+@pytest.mark.django_db
+def test_a_patch_changes_at_most_100_preferences_roles_and_facts(owner: APIClient) -> None:
+    preferences = [{"key": f"preference.k{i}", "value": i} for i in range(100)]
+    started = time.perf_counter()
+    full = owner.patch(profile_url("u_42"), {"preferences": preferences}, format="json")
+    elapsed = time.perf_counter() - started
+    assert full.status_code == 200, full.json()
+    assert len(full.json()["preferences"]) == 100
+    assert elapsed < 10, elapsed  # well inside the worker timeout
+    before = UserPreference.objects.count()
+
+    too_many = owner.patch(
+        profile_url("u_42"),
+        {"preferences": [*preferences, {"key": "preference.k100", "value": 100}]},
+        format="json",
+    )
+
+    mixed = owner.patch(
+        profile_url("u_42"),
+        {
+            "preferences": preferences[:60],
+            "facts": [{"key": f"fact.f{i}", "value": i} for i in range(41)],
+        },
+        format="json",
+    )
+
+    assert too_many.status_code == 400
+    assert too_many.json()["error"]["code"] == "invalid"
+    assert "preferences" in too_many.json()["error"]["fields"]
+    assert mixed.status_code == 400
+    assert "__all__" in mixed.json()["error"]["fields"]
+    assert UserPreference.objects.count() == before

@@ -2,16 +2,22 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.db import connection
 from django.urls import reverse
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from profiles.models import EndUser
 from transcripts.models import EventRef, Segment, Session
+from transcripts.selectors import events_after
+from transcripts.services import session_erase
 from transcripts.storage import transcript_storage
 
 
@@ -322,3 +328,166 @@ def test_verify_transcripts_command_reports_broken_segments(owner: APIClient, ca
 def test_transcript_storage_is_this_runs_own_folder() -> None:
     assert settings.STORAGES["transcripts"]["OPTIONS"]["location"].startswith("/")
     assert "memory-test-" in settings.STORAGES["transcripts"]["OPTIONS"]["location"]
+
+
+# --- lossless transcripts: line separators, old segments, arbitrary Unicode -----------------
+
+# Every character some reader takes for a line break; json.dumps escapes all but the last three.
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def verify_url(session_id: str) -> str:
+    return reverse("transcripts:verify", kwargs={"session_id": session_id})
+
+
+def stored_segments(session_id: str) -> list[bytes]:
+    storage = transcript_storage()
+    segments = Segment.objects.filter(session__external_id=session_id).order_by("number")
+    return [storage.open(s.path, "rb").read() for s in segments]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x85"])
+def test_line_separators_in_content_and_metadata_keep_the_session_readable(
+    owner: APIClient, char: str
+) -> None:
+    events = [
+        {"role": "user", "content": f"a{char}b"},
+        {"role": "assistant", "content": "ok", "metadata": {f"k{char}": [f"v{char}"]}},
+    ]
+    assert append(owner, "ls1", events, user_id="u_ls").status_code == 201
+
+    replay = owner.get(events_url("ls1"))
+    assert replay.status_code == 200
+    got = replay.json()["events"]
+    assert [e["content"] for e in got] == [f"a{char}b", "ok"]
+    assert got[1]["metadata"] == {f"k{char}": [f"v{char}"]}
+    assert owner.get(verify_url("ls1")).json()["ok"] is True
+    compress = owner.post(
+        reverse("memories:compress", kwargs={"session_id": "ls1"}),
+        {"budget_tokens": 500},
+        format="json",
+    )
+    assert compress.status_code == 200
+    export = owner.get(reverse("memories:export", kwargs={"user_id": "u_ls"}))
+    assert export.status_code == 200
+    # stored escaped: one header and one line per event, whatever splits lines
+    (data,) = stored_segments("ls1")
+    assert char.encode() not in data
+    assert len(data.decode().splitlines()) == 3
+
+
+@pytest.mark.django_db
+def test_segments_written_with_raw_line_separators_still_read_and_verify(
+    owner: APIClient, monkeypatch
+) -> None:
+    from transcripts import segments
+
+    # given a segment written the old way: U+2028 and friends raw inside JSON strings
+    batch = [
+        {"id": "m-1", "role": "user", "content": f"one{LINE_BREAKS}two"},
+        {"id": "m-2", "role": "assistant", "content": "x", "metadata": {"\u2029": "\x85"}},
+    ]
+    with monkeypatch.context() as patch:
+        patch.setattr(segments, "_line", segments._dumps)
+        assert append(owner, "old", batch).status_code == 201
+    (old,) = stored_segments("old")
+    assert "\u2028".encode() in old and "\x85".encode() in old
+
+    # when it is read back next to a new segment
+    assert append(owner, "old", [{"role": "user", "content": "new\u2028one"}]).status_code == 201
+
+    # then replay gives the events exactly, the chain verifies and a retry is recognised
+    replay = owner.get(events_url("old")).json()["events"]
+    assert [e["content"] for e in replay] == [f"one{LINE_BREAKS}two", "x", "new\u2028one"]
+    assert replay[1]["metadata"] == {"\u2029": "\x85"}
+    assert owner.get(verify_url("old")).json() == {
+        "session_id": "old",
+        "ok": True,
+        "segments_checked": 2,
+        "events_checked": 3,
+        "problems": [],
+    }
+    before = layer0_counts()
+    retry = append(owner, "old", batch)
+    assert retry.status_code == 200
+    assert [e["id"] for e in retry.json()["events"]] == ["m-1", "m-2"]
+    assert layer0_counts() == before
+
+
+# Everything the API accepts: any Unicode scalar but NUL (surrogates cannot be sent alone),
+# line breaks often; numbers within the 64-bit range; nesting well inside the depth limit.
+ACCEPTED_CHARS = st.one_of(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    st.sampled_from(LINE_BREAKS),
+)
+ACCEPTED_TEXT = st.text(alphabet=ACCEPTED_CHARS, max_size=40)
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False, min_value=-9.2e18, max_value=9.2e18)
+    | ACCEPTED_TEXT,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(ACCEPTED_TEXT, children, max_size=4)
+    ),
+    max_leaves=12,
+)
+EVENTS = st.lists(
+    st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["user", "assistant", "system"]),
+            "content": st.text(alphabet=ACCEPTED_CHARS, max_size=300),
+            "metadata": st.dictionaries(ACCEPTED_TEXT, JSON_VALUES, max_size=4),
+        }
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+def canonical(value) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+@pytest.mark.django_db
+@hypothesis_settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(batches=st.lists(EVENTS, min_size=1, max_size=2))
+def test_any_accepted_text_and_metadata_replay_exactly_and_verify(
+    owner: APIClient, batches
+) -> None:
+    session_id = f"p-{uuid.uuid4().hex[:12]}"
+    for events in batches:
+        response = append(owner, session_id, events)
+        assert response.status_code == 201, response.json()
+
+    replay = owner.get(events_url(session_id), {"limit": 1000})
+    assert replay.status_code == 200
+    got = replay.json()["events"]
+    sent = [event for events in batches for event in events]
+    assert [(e["role"], e["content"]) for e in got] == [(e["role"], e["content"]) for e in sent]
+    assert [e["content"].encode() for e in got] == [e["content"].encode() for e in sent]
+    assert [canonical(e["metadata"]) for e in got] == [canonical(e["metadata"]) for e in sent]
+    report = owner.get(verify_url(session_id)).json()
+    assert report["ok"] is True, report["problems"]
+    assert report["events_checked"] == len(sent)
+
+
+@pytest.mark.django_db
+def test_replaying_an_erased_session_is_410(owner: APIClient) -> None:
+    assert append(owner, "gone-1", [{"role": "user", "content": "x"}]).status_code == 201
+    session_erase(session=Session.objects.get(external_id="gone-1"), request_id="del_test")
+    before = layer0_counts()
+
+    response = owner.get(events_url("gone-1"))
+
+    assert response.status_code == 410
+    assert response.json()["error"]["code"] == "gone"
+    assert owner.get(verify_url("gone-1")).json()["ok"] is True  # tombstones still verify
+    page = events_after(session=Session.objects.get(external_id="gone-1"))
+    assert (page.events, page.has_more) == ([], False)
+    assert layer0_counts() == before
