@@ -178,6 +178,7 @@ class StmListApi(APIView):
     """A user's live short-term items, newest first, filtered and paged (`before` cursor)."""
 
     required_scopes = {"GET": "read"}
+    error_statuses = {"GET": (404,)}  # an unknown user_id
 
     class ListQuerySerializer(serializers.Serializer):
         user_id = StrictCharField(max_length=128, validators=[external_id_validator])
