@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -137,15 +137,23 @@ class ProposalSubmitApi(APIView):
             many=True, allow_empty=False, max_length=MAX_PROPOSALS
         )
 
+    class ProposalsQuerySerializer(serializers.Serializer):
+        # Refuses what is not a boolean: a mistyped dry run must not write.
+        dry_run = serializers.BooleanField(
+            required=False, default=False, help_text="decide only, write nothing"
+        )
+
     @extend_schema(
         request=ProposalsInputSerializer,
-        parameters=[OpenApiParameter("dry_run", bool, description="decide only, write nothing")],
+        parameters=[ProposalsQuerySerializer],
         responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT},
     )
     def post(self, request: Request) -> Response:
+        query = self.ProposalsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
         serializer = self.ProposalsInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        dry_run = request.query_params.get("dry_run", "").lower() in {"1", "true", "yes"}
+        dry_run = query.validated_data["dry_run"]
         candidates = [
             ProposalSerializer().to_candidate(p) for p in serializer.validated_data["proposals"]
         ]
@@ -178,6 +186,7 @@ class StmListApi(APIView):
     """A user's live short-term items, newest first, filtered and paged (`before` cursor)."""
 
     required_scopes = {"GET": "read"}
+    error_statuses = {"GET": (404,)}  # an unknown user_id
 
     class ListQuerySerializer(StrictSerializer):
         user_id = StrictCharField(max_length=128, validators=[external_id_validator])

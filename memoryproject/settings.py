@@ -196,7 +196,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["profiles.throttling.ApiKeyRateThrottle"],
     "DEFAULT_PARSER_CLASSES": ["memoryproject.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["memoryproject.renderers.FastJSONRenderer"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "memoryproject.schema.ServiceAutoSchema",
     "EXCEPTION_HANDLER": "memoryproject.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
@@ -207,8 +207,16 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Request and response shapes apart: request ones carry the input limits (non-blank
+    # strings, closed objects) that responses need not meet.
+    "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "memoryproject.schema.close_request_bodies",
+        "memoryproject.schema.add_links",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "StmMemoryTypeEnum": "memories.write.candidates.MemoryType.ALL",
         "LtmMemoryTypeEnum": "memories.models.LtmCard.Type",

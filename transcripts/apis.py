@@ -56,6 +56,7 @@ class SessionEventsApi(APIView):
     """POST appends a batch of events (all or nothing); GET replays them in order."""
 
     required_scopes = {"GET": "read", "POST": "write"}
+    error_statuses = {"GET": (410,), "POST": (409, 410)}
 
     class AppendInputSerializer(StrictSerializer):
         user_id = StrictCharField(max_length=128, validators=[external_id_validator])
@@ -89,7 +90,10 @@ class SessionEventsApi(APIView):
         has_more = serializers.BooleanField()
         events = EventOutputSerializer(many=True)
 
-    @extend_schema(request=AppendInputSerializer, responses={201: AppendOutputSerializer})
+    @extend_schema(
+        request=AppendInputSerializer,
+        responses={201: AppendOutputSerializer, 200: AppendOutputSerializer},
+    )
     def post(self, request: Request, session_id: str) -> Response:
         body = request.data
         limit = settings.TRANSCRIPT_MAX_EVENTS_PER_APPEND

@@ -97,7 +97,7 @@ class CardImportApi(APIView):
                 raise serializers.ValidationError("Card ids repeat within the import.")
             return cards
 
-    @extend_schema(request=ImportInputSerializer, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=ImportInputSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
         serializer = self.ImportInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -81,6 +81,24 @@ def test_dry_run_decides_the_same_and_writes_nothing(owner: APIClient) -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("value", ["null", "maybe", "2"])
+def test_a_dry_run_flag_that_is_no_boolean_is_400_and_writes_nothing(
+    owner: APIClient, value: str
+) -> None:
+    before_keys, before_users = stm_keys(), EndUser.objects.count()
+
+    response = owner.post(
+        f"{PROPOSALS}?dry_run={value}", {"proposals": [proposal()]}, format="json"
+    )
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid"
+    assert "dry_run" in response.json()["error"]["fields"]
+    assert stm_keys() == before_keys
+    assert EndUser.objects.count() == before_users
+
+
+@pytest.mark.django_db
 def test_repeating_a_fact_merges_it_and_a_new_value_supersedes(owner: APIClient) -> None:
     first = proposal(canonical_fact_key="bug456:root_cause", fact_value="database")
     again = {**first, "source": {"message_ids": ["m2"]}}

@@ -1,4 +1,16 @@
+from typing import Any
+
+import jsonschema
+import pytest
 from django.core.management import call_command
+from django.urls import reverse
+from drf_spectacular.generators import SchemaGenerator
+from rest_framework.test import APIClient
+
+from memoryproject.schema import ERROR_SCHEMA
+
+ALWAYS = {"401", "403", "429", "503"}
+METHODS = ("get", "post", "put", "patch", "delete")
 
 
 def test_the_openapi_schema_generates_without_warnings(tmp_path) -> None:
@@ -6,3 +18,111 @@ def test_the_openapi_schema_generates_without_warnings(tmp_path) -> None:
     schema = (tmp_path / "s.yml").read_text()
     for path in ("/v1/sessions/{session_id}/events", "/v1/memories/proposals", "/v1/memories/stm"):
         assert path in schema
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict[str, Any]:
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def operations(schema: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (method, path, operation)
+        for path, item in schema["paths"].items()
+        for method, operation in item.items()
+        if method in METHODS
+    ]
+
+
+def test_every_operation_declares_its_errors_in_the_one_shape(schema) -> None:
+    assert schema["components"]["schemas"]["Error"] == ERROR_SCHEMA
+    for method, path, operation in operations(schema):
+        responses = operation["responses"]
+        expected = set(ALWAYS)
+        if "requestBody" in operation:
+            expected |= {"400", "413", "415"}
+        if any(p["in"] == "query" for p in operation.get("parameters", [])):
+            expected.add("400")
+        if "{" in path:
+            expected.add("404")
+        assert expected <= set(responses), (method, path, sorted(responses))
+        for status, response in responses.items():
+            if status >= "400":
+                body = response["content"]["application/json"]["schema"]
+                assert body == {"$ref": "#/components/schemas/Error"}, (method, path, status)
+                assert response["description"]
+
+
+def test_views_add_the_errors_of_their_own(schema) -> None:
+    events = schema["paths"]["/v1/sessions/{session_id}/events"]
+    assert {"200", "201", "409", "410"} <= set(events["post"]["responses"])
+    assert "410" in events["get"]["responses"]
+    assert "404" in schema["paths"]["/v1/memories/stm"]["get"]["responses"]
+
+
+def test_success_codes_are_the_ones_the_views_answer(schema) -> None:
+    paths = schema["paths"]
+    assert [s for s in paths["/v1/ltm/cards:import"]["post"]["responses"] if s < "300"] == ["201"]
+    assert "204" in paths["/v1/memories/{item_id}"]["delete"]["responses"]
+    assert "202" in paths["/v1/ltm/cards/{memory_id}"]["delete"]["responses"]
+
+
+def test_request_bodies_refuse_undeclared_fields_but_free_form_objects_stay_open(schema) -> None:
+    components = schema["components"]["schemas"]
+    for method, path, operation in operations(schema):
+        if "requestBody" not in operation:
+            continue
+        ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        assert components[ref.rsplit("/", 1)[-1]]["additionalProperties"] is False, (method, path)
+    event = components["EventInputRequest"]
+    assert event["additionalProperties"] is False
+    assert event["properties"]["metadata"]["additionalProperties"] == {}
+    # Response shapes are not closed.
+    assert "additionalProperties" not in components["ReplayOutput"]
+
+
+def test_request_limits_are_in_the_schema(schema) -> None:
+    components = schema["components"]["schemas"]
+    proposals = components["ProposalsInputRequest"]["properties"]["proposals"]
+    assert (proposals["minItems"], proposals["maxItems"]) == (1, 100)
+    assert components["AppendInputRequest"]["properties"]["events"]["minItems"] == 1
+    summary = components["ProposalRequest"]["properties"]["summary"]
+    assert summary["minLength"] == 1 and "pattern" not in summary  # not trimmed
+    assert components["SearchInputRequest"]["properties"]["query"]["pattern"] == r"\S"
+
+
+def test_optional_query_parameters_may_be_empty(schema) -> None:
+    parameters = {p["name"]: p for p in schema["paths"]["/v1/promotions"]["get"]["parameters"]}
+    assert parameters["status"]["allowEmptyValue"] is True
+    stm = {p["name"]: p for p in schema["paths"]["/v1/memories/stm"]["get"]["parameters"]}
+    assert "allowEmptyValue" not in stm["user_id"]  # required
+
+
+def test_links_name_existing_operations(schema) -> None:
+    ids = {operation["operationId"] for _, _, operation in operations(schema)}
+    links = [
+        link
+        for _, _, operation in operations(schema)
+        for response in operation["responses"].values()
+        for link in response.get("links", {}).values()
+    ]
+    assert len(links) >= 10
+    assert {link["operationId"] for link in links} <= ids
+
+
+@pytest.mark.django_db
+def test_real_error_answers_match_the_declared_error_shape(tenant, client_for) -> None:
+    reader = client_for(tenant, scopes=("read",))
+    answers = [
+        APIClient().get(reverse("memories:promotions")),  # 401
+        reader.patch(
+            reverse("profiles:profile", kwargs={"user_id": "u1"}), {}, format="json"
+        ),  # 403
+        reader.get(reverse("transcripts:events", kwargs={"session_id": "nope"})),  # 404
+        reader.get(reverse("memories:promotions"), {"limit": "many"}),  # 400
+        reader.post(reverse("memories:recall"), "not json", content_type="text/plain"),  # 415
+        reader.get("/v1/no-such-path"),  # 404 outside any view
+    ]
+    assert [a.status_code for a in answers] == [401, 403, 404, 400, 415, 404]
+    for answer in answers:
+        jsonschema.validate(answer.json(), ERROR_SCHEMA)
