@@ -147,6 +147,7 @@ class SessionCompressApi(APIView):
     became of every event (with its transcript id and seq) and why. Writes nothing."""
 
     required_scopes = {"POST": "read"}
+    error_statuses = {"POST": (404, 409)}  # unknown session; another user's session
 
     class CompressInputSerializer(StrictSerializer):
         budget_tokens = serializers.IntegerField(

@@ -59,6 +59,7 @@ class RecallApi(APIView):
     text to inject. Layers that are down are listed under `degraded`; the answer is still 200."""
 
     required_scopes = {"POST": "read"}
+    error_statuses = {"POST": (409,)}  # the session is another user's
 
     class RecallInputSerializer(StrictSerializer):
         user_id = StrictCharField(max_length=128, validators=[external_id_validator])
