@@ -18,7 +18,12 @@ from memories.stm.selectors import stm_item_for, stm_items_for
 from memories.stm.services import stm_item_delete
 from memories.write.candidates import Candidate, MemoryType
 from memories.write.services import proposals_submit
-from memoryproject.fields import JsonObjectField, StrictCharField, StrictSerializer
+from memoryproject.fields import (
+    JsonObjectField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictSerializer,
+)
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator
 from transcripts.selectors import events_by_ids
@@ -95,8 +100,8 @@ class ProposalSerializer(StrictSerializer):
         required=False, allow_blank=True, max_length=300, default=""
     )
     fact_value = StrictCharField(required=False, allow_blank=True, max_length=500, default="")
-    verified = serializers.BooleanField(default=False)
-    remember = serializers.BooleanField(default=False)
+    verified = StrictBooleanField(default=False)
+    remember = StrictBooleanField(default=False)
     ttl_minutes = serializers.IntegerField(required=False, min_value=1, max_value=10 * 365 * 1440)
 
     def to_candidate(self, data: dict[str, Any]) -> Candidate:

@@ -56,6 +56,17 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """A BooleanField for JSON bodies: `true` or `false`, not 0, 1 or "yes"."""
+
+    default_error_messages = {"not_a_boolean": "Must be true or false."}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("not_a_boolean")
+        return data
+
+
 class JsonObjectField(serializers.DictField):
     """A JSON object of any values, null included (as it is inside nested lists and objects)."""
 

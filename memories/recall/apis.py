@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from memories.recall.pool import MemoryCandidate
 from memories.recall.routing import LAYERS
 from memories.recall.services import RecallRequest, RecallResult, recall
-from memoryproject.fields import StrictCharField, StrictSerializer
+from memoryproject.fields import StrictBooleanField, StrictCharField, StrictSerializer
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator, slug_validator
 
@@ -80,7 +80,7 @@ class RecallApi(APIView):
             default=list,
             max_length=len(LAYERS),
         )
-        explain = serializers.BooleanField(required=False, default=False)
+        explain = StrictBooleanField(required=False, default=False)
 
         def validate_layers(self, value: list[str]) -> list[str]:
             if len(set(value)) != len(value):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import QueryDict
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -43,7 +44,9 @@ class DeletionInputSerializer(StrictSerializer):
 
 
 def _accepted(request: Request, *, kind: str, target: str) -> Response:
-    body = DeletionInputSerializer(data=request.data or {})
+    # No body at all is an empty request; a JSON body must be an object (not null or a list).
+    data = {} if isinstance(request.data, QueryDict) and not request.data else request.data
+    body = DeletionInputSerializer(data=data)
     body.is_valid(raise_exception=True)
     deletion, _ = deletion_request(
         tenant=request_tenant(request),

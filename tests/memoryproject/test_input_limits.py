@@ -537,3 +537,37 @@ def test_requests_django_refuses_outside_the_api_views_are_400_json_but_html_in_
     admin = client.get("/admin/", HTTP_HOST="evil.example")
     assert admin.status_code == 400
     assert admin["Content-Type"].startswith("text/html")
+
+
+# --- types a JSON body must not bend -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "body", "field"),
+    [
+        (RECALL, {"user_id": "u_1", "session_id": "s_1", "query": "hi", "explain": 0}, "explain"),
+        (PROPOSALS, {"proposals": [proposal(remember=1)]}, "proposals.0.remember"),
+        (PROPOSALS, {"proposals": [proposal(verified="yes")]}, "proposals.0.verified"),
+    ],
+)
+def test_booleans_in_bodies_are_true_or_false_only(owner: APIClient, url, body, field) -> None:
+    before = snapshot()
+    assert_refused(send(owner, "POST", url, body), 400, "invalid", field)
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("body", [b"null", b"[]", b'"erase"', b"7"])
+def test_a_deletion_request_body_must_be_an_object_when_sent(
+    owner: APIClient, tenant, body
+) -> None:
+    EndUser.objects.create(tenant=tenant, external_id="u_1")
+    before = snapshot()
+    assert_refused(send(owner, "POST", FORGET, body), 400, "invalid")
+    assert snapshot() == before
+
+
+def test_a_deletion_request_without_a_body_is_accepted(owner: APIClient, tenant) -> None:
+    EndUser.objects.create(tenant=tenant, external_id="u_1")
+    response = owner.post(FORGET)
+    assert response.status_code == 202, response.content
+    assert DeletionRequest.objects.filter(tenant=tenant, target="u_1").count() == 1
