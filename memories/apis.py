@@ -22,6 +22,8 @@ from memoryproject.fields import (
     JsonObjectField,
     StrictBooleanField,
     StrictCharField,
+    StrictFloatField,
+    StrictIntegerField,
     StrictSerializer,
 )
 from profiles.auth import request_tenant
@@ -94,15 +96,15 @@ class ProposalSerializer(StrictSerializer):
         child=StrictCharField(max_length=64), required=False, max_length=50, default=list
     )
     source = SourceSerializer(required=False)  # type: ignore[assignment]  # a field, not Field.source
-    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.5)
-    importance = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.5)
+    confidence = StrictFloatField(min_value=0.0, max_value=1.0, default=0.5)
+    importance = StrictFloatField(min_value=0.0, max_value=1.0, default=0.5)
     canonical_fact_key = StrictCharField(
         required=False, allow_blank=True, max_length=300, default=""
     )
     fact_value = StrictCharField(required=False, allow_blank=True, max_length=500, default="")
     verified = StrictBooleanField(default=False)
     remember = StrictBooleanField(default=False)
-    ttl_minutes = serializers.IntegerField(required=False, min_value=1, max_value=10 * 365 * 1440)
+    ttl_minutes = StrictIntegerField(required=False, min_value=1, max_value=10 * 365 * 1440)
 
     def to_candidate(self, data: dict[str, Any]) -> Candidate:
         source = data.get("source") or {}

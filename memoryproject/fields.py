@@ -67,6 +67,28 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
+class StrictIntegerField(serializers.IntegerField):
+    """An IntegerField for JSON bodies: a number, not `true` or `"5"`."""
+
+    default_error_messages = {"not_a_number": "Must be a number."}
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("not_a_number")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    """A FloatField for JSON bodies: a number, not `false` or `"0.5"`."""
+
+    default_error_messages = {"not_a_number": "Must be a number."}
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("not_a_number")
+        return super().to_internal_value(data)
+
+
 class JsonObjectField(serializers.DictField):
     """A JSON object of any values, null included (as it is inside nested lists and objects)."""
 

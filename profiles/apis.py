@@ -11,7 +11,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.review.audit import Actor
-from memoryproject.fields import JsonObjectField, StrictCharField, StrictSerializer
+from memoryproject.fields import (
+    JsonObjectField,
+    StrictCharField,
+    StrictFloatField,
+    StrictSerializer,
+)
 from profiles.auth import request_tenant
 from profiles.domains import FACT_DOMAINS, PREFERENCE_DOMAINS, key_problem
 from profiles.models import UserProjectRole, slug_validator, validate_timezone
@@ -52,7 +57,7 @@ class ProfileFieldsSerializer(StrictSerializer):
 class PreferenceSerializer(StrictSerializer):
     key = _domain_key_field(PREFERENCE_DOMAINS)
     value = serializers.JSONField()
-    confidence = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+    confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
     source_ids = serializers.ListField(
         child=StrictCharField(max_length=128), required=False, max_length=MAX_SOURCE_IDS
     )

@@ -6,7 +6,6 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -21,7 +20,7 @@ from memories.compression.services import (
     session_user_id,
 )
 from memories.compression.summary import tool_name
-from memoryproject.fields import StrictCharField, StrictSerializer
+from memoryproject.fields import StrictCharField, StrictIntegerField, StrictSerializer
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator
 
@@ -150,9 +149,7 @@ class SessionCompressApi(APIView):
     error_statuses = {"POST": (404, 409)}  # unknown session; another user's session
 
     class CompressInputSerializer(StrictSerializer):
-        budget_tokens = serializers.IntegerField(
-            min_value=MIN_BUDGET_TOKENS, max_value=MAX_BUDGET_TOKENS
-        )
+        budget_tokens = StrictIntegerField(min_value=MIN_BUDGET_TOKENS, max_value=MAX_BUDGET_TOKENS)
         user_id = StrictCharField(
             required=False,
             allow_blank=True,

@@ -15,7 +15,12 @@ from memories.ltm.selectors import MODES, card_for, ltm_search
 from memories.ltm.services import CardInput, cards_import
 from memories.models import LtmCard
 from memories.review.audit import Actor
-from memoryproject.fields import StrictCharField, StrictSerializer
+from memoryproject.fields import (
+    StrictCharField,
+    StrictFloatField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator, slug_validator
 
@@ -70,8 +75,8 @@ class CardInputSerializer(StrictSerializer):
         required=False,
         default=dict,
     )
-    importance = serializers.FloatField(min_value=0, max_value=1, default=0.5)
-    confidence = serializers.FloatField(min_value=0, max_value=1, default=0.8)
+    importance = StrictFloatField(min_value=0, max_value=1, default=0.5)
+    confidence = StrictFloatField(min_value=0, max_value=1, default=0.8)
 
     def validate_source_refs(self, refs: dict[str, list[str]]) -> dict[str, list[str]]:
         if len(refs) > MAX_SOURCE_KINDS or any(len(kind) > 64 for kind in refs):
@@ -157,7 +162,7 @@ class LtmSearchApi(APIView):
     class SearchInputSerializer(StrictSerializer):
         query = StrictCharField(max_length=2000)
         mode = serializers.ChoiceField(choices=MODES, default="hybrid")
-        k = serializers.IntegerField(min_value=1, max_value=100, default=10)
+        k = StrictIntegerField(min_value=1, max_value=100, default=10)
         user_id = StrictCharField(
             required=False, max_length=128, validators=[external_id_validator]
         )

@@ -14,7 +14,12 @@ from rest_framework.views import APIView
 from memories.recall.pool import MemoryCandidate
 from memories.recall.routing import LAYERS
 from memories.recall.services import RecallRequest, RecallResult, recall
-from memoryproject.fields import StrictBooleanField, StrictCharField, StrictSerializer
+from memoryproject.fields import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator, slug_validator
 
@@ -72,8 +77,8 @@ class RecallApi(APIView):
         workspace = StrictCharField(
             required=False, allow_blank=True, max_length=64, validators=[slug_validator], default=""
         )
-        budget_tokens = serializers.IntegerField(min_value=50, max_value=32000, required=False)
-        k = serializers.IntegerField(min_value=1, max_value=50, required=False)
+        budget_tokens = StrictIntegerField(min_value=50, max_value=32000, required=False)
+        k = StrictIntegerField(min_value=1, max_value=50, required=False)
         layers = serializers.ListField(
             child=serializers.ChoiceField(choices=LAYERS),
             required=False,

@@ -548,9 +548,21 @@ def test_requests_django_refuses_outside_the_api_views_are_400_json_but_html_in_
         (RECALL, {"user_id": "u_1", "session_id": "s_1", "query": "hi", "explain": 0}, "explain"),
         (PROPOSALS, {"proposals": [proposal(remember=1)]}, "proposals.0.remember"),
         (PROPOSALS, {"proposals": [proposal(verified="yes")]}, "proposals.0.verified"),
+        (PROPOSALS, {"proposals": [proposal(importance=False)]}, "proposals.0.importance"),
+        (PROPOSALS, {"proposals": [proposal(confidence="0.9")]}, "proposals.0.confidence"),
+        (RECALL, {"user_id": "u_1", "session_id": "s_1", "query": "hi", "k": "5"}, "k"),
+        (RECALL, {"user_id": "u_1", "session_id": "s_1", "query": "hi", "k": True}, "k"),
+        (SEARCH, {"query": "hi", "k": "10"}, "k"),
+        (
+            IMPORT,
+            {"cards": [{"memory_type": "semantic", "summary": "x", "importance": True}]},
+            "cards.0.importance",
+        ),
     ],
 )
-def test_booleans_in_bodies_are_true_or_false_only(owner: APIClient, url, body, field) -> None:
+def test_booleans_and_numbers_in_bodies_keep_their_json_type(
+    owner: APIClient, url, body, field
+) -> None:
     before = snapshot()
     assert_refused(send(owner, "POST", url, body), 400, "invalid", field)
     assert snapshot() == before
