@@ -48,6 +48,7 @@ from memories.review.promotion import promotion_approve, promotion_merge, promot
 from memories.review.selectors import evidence_excerpt
 from memories.services import tenant_policy_save
 from memories.write.services import write_policy_publish
+from memoryproject.admin_redaction import RedactedDisplayMixin
 from memoryproject.errors import DomainError
 from profiles.admin_scoping import (
     TENANT_FILTER,
@@ -142,9 +143,10 @@ class VocabularyEntryAdmin(ScopedModelAdmin):
 
 
 @admin.register(LtmCard)
-class LtmCardAdmin(ReadOnlyScopedAdmin):
+class LtmCardAdmin(RedactedDisplayMixin, ReadOnlyScopedAdmin):
     """The long-term card ledger, read-only: cards change through imports and promotions."""
 
+    redacted_fields = ("title", "summary", "content", "entities", "tags")
     list_display = (
         "memory_id",
         "tenant",
@@ -431,9 +433,10 @@ class BulkRejectForm(forms.Form):
 
 
 @admin.register(PromotionRequest)
-class PromotionRequestAdmin(ReviewQueueAdmin):
+class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
     """Promotion proposals: approve, edit and approve, reject or merge, through the services."""
 
+    redacted_fields = ("proposal", "evidence", "existing", "decision_reason")
     list_display = (
         "request_id",
         "proposal_headline",
@@ -818,9 +821,10 @@ class DeletionRequestAdmin(ReviewQueueAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(ReadOnlyScopedAdmin):
+class AuditEventAdmin(RedactedDisplayMixin, ReadOnlyScopedAdmin):
     """The audit trail, read-only for everyone (a database trigger refuses changes anyway)."""
 
+    redacted_fields = ("reason", "details")
     list_display = (
         "seq",
         "tenant",

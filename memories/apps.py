@@ -7,3 +7,8 @@ class MemoriesConfig(AppConfig):
 
     def ready(self) -> None:
         from memories import receivers  # noqa: F401 - connects the signal receivers
+        from memories.vocabulary import redaction_patterns
+        from memoryproject.redaction import register_tenant_patterns
+
+        # Layer 1 writers redact with the tenant's patterns without importing this app.
+        register_tenant_patterns(redaction_patterns)

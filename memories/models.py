@@ -139,11 +139,22 @@ class VocabularyEntry(models.Model):
         return f"{self.kind}: {self.value}"
 
     def clean(self) -> None:
-        from memories.vocabulary import DICTIONARY_KIND, compile_pattern, vocabulary_kinds
+        from memories.vocabulary import (
+            DICTIONARY_KIND,
+            REDACTION_KIND,
+            compile_pattern,
+            vocabulary_kinds,
+        )
+        from memoryproject.redaction import pattern_problem
 
         if self.kind not in vocabulary_kinds():
             raise ValidationError({"kind": f"Use one of {', '.join(vocabulary_kinds())}."})
-        if self.kind != DICTIONARY_KIND:
+        if self.kind == REDACTION_KIND:
+            # It runs on every write of the tenant: a slow pattern would stall them all.
+            problem = pattern_problem(self.value)
+            if problem:
+                raise ValidationError({"value": f"Refused as a redaction pattern: {problem}"})
+        elif self.kind != DICTIONARY_KIND:
             try:
                 compile_pattern(self.kind, self.value)
             except Exception as exc:  # re.error and friends

@@ -14,11 +14,13 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 from memories.models import VocabularyEntry
+from memoryproject.redaction import DEFAULT, Redactor
 from profiles.models import Tenant
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "vocabulary.json"
 CASE_SENSITIVE_KINDS = frozenset({"error_name", "entity_pattern"})
 DICTIONARY_KIND = "entity"
+REDACTION_KIND = "redaction"  # a tenant's own patterns of sensitive data, redacted on writes
 
 
 def compile_pattern(kind: str, pattern: str) -> re.Pattern[str]:
@@ -120,3 +122,16 @@ def vocabulary_for(*, tenant: Tenant) -> Vocabulary:
     """The default vocabulary extended with the tenant's own entries."""
     entries = list(VocabularyEntry.objects.filter(tenant=tenant).values_list("kind", "value"))
     return default_vocabulary().extended(entries) if entries else default_vocabulary()
+
+
+def redactor_of(vocabulary: Vocabulary) -> Redactor:
+    """The built-in redaction detectors plus the vocabulary's `redaction` patterns."""
+    extra = vocabulary.patterns.get(REDACTION_KIND, ())
+    return Redactor(extra) if extra else DEFAULT
+
+
+def redaction_patterns(tenant: Tenant) -> tuple[re.Pattern[str], ...]:
+    """The tenant's own redaction patterns (registered with `memoryproject.redaction`)."""
+    entries = VocabularyEntry.objects.filter(tenant=tenant, kind=REDACTION_KIND)
+    values = entries.values_list("value", flat=True)
+    return tuple(compile_pattern(REDACTION_KIND, value) for value in values)

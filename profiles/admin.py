@@ -9,6 +9,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from memoryproject.admin_redaction import RedactedDisplayMixin, RedactedFieldsForm
 from profiles.admin_scoping import (
     TENANT_FILTER,
     ReadOnlyScopedAdmin,
@@ -89,8 +90,17 @@ class WorkspaceAdmin(ScopedModelAdmin):
     list_select_related = ("tenant", "project")
 
 
+class UserProfileForm(RedactedFieldsForm):
+    redacted_fields = ("display_name", "answer_style", "extras")
+
+    class Meta:
+        model = UserProfile
+        fields = "__all__"
+
+
 class UserProfileInline(ScopedStackedInline):
     model = UserProfile
+    form = UserProfileForm
     can_delete = False
 
 
@@ -116,10 +126,20 @@ class EndUserAdmin(ScopedModelAdmin):
         super().save_formset(request, form, formset, change)
 
 
+class UserPreferenceForm(RedactedFieldsForm):
+    redacted_fields = ("value",)
+
+    class Meta:
+        model = UserPreference
+        fields = "__all__"
+
+
 @admin.register(UserPreference)
-class UserPreferenceAdmin(VersionedScopedAdmin):
+class UserPreferenceAdmin(RedactedDisplayMixin, VersionedScopedAdmin):
     """Saving a preference adds a new version; earlier versions stay, read-only."""
 
+    form = UserPreferenceForm
+    redacted_fields = ("value",)
     list_display = ("key", "end_user", "value", "version", "is_current", "source", "created_at")
     list_filter = ("is_current", "source", TENANT_FILTER)
     search_fields = ("key", "end_user__external_id")
@@ -145,9 +165,10 @@ class UserPreferenceAdmin(VersionedScopedAdmin):
 
 
 @admin.register(StableFact)
-class StableFactAdmin(ReadOnlyScopedAdmin):
+class StableFactAdmin(RedactedDisplayMixin, ReadOnlyScopedAdmin):
     """Facts arrive through reviewed promotions; here they are read, with their history."""
 
+    redacted_fields = ("value",)
     list_display = ("key", "scope", "project", "end_user", "value", "version", "is_current")
     list_filter = ("is_current", "scope", "source", TENANT_FILTER)
     search_fields = ("key", "end_user__external_id", "project__key")

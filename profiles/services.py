@@ -13,6 +13,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memoryproject.errors import Conflict, Invalid
+from memoryproject.redaction import Redactor, Report, redactor_for
 from profiles.models import (
     ApiKey,
     EndUser,
@@ -28,6 +29,8 @@ from profiles.selectors import api_key_hash
 
 LAST_USED_PRECISION = timedelta(seconds=60)
 PROFILE_FIELDS = ("language", "answer_style", "timezone", "display_name", "extras")
+REDACTED_PROFILE_FIELDS = ("answer_style", "display_name", "extras")
+SENSITIVE_ONLY = "Holds nothing but sensitive data (redacted), so not stored."
 
 
 # --- API keys ----------------------------------------------------------------------------------
@@ -118,6 +121,23 @@ def _write_version(
     return row
 
 
+def _refuse_emptied(report: Report) -> None:
+    if report.emptied:
+        raise Invalid(
+            "A value holds nothing but sensitive data.",
+            fields={path: [SENSITIVE_ONLY] for path in report.emptied},
+        )
+
+
+def redacted_value(value: Any, *, key: str, redactor: Redactor, path: str = "value") -> Any:
+    """A preference or fact value redacted (its key says what it is: `profile.bank_card`);
+    `Invalid` naming `path` when it held nothing but sensitive content."""
+    report = Report()
+    redacted = redactor.value(value, path=path, report=report, context=key)
+    _refuse_emptied(report)
+    return redacted
+
+
 def preference_set(
     *,
     end_user: EndUser,
@@ -126,8 +146,14 @@ def preference_set(
     confidence: float = 1.0,
     source: str = Source.API,
     source_ids: Sequence[str] = (),
+    redactor: Redactor | None = None,
 ) -> UserPreference:
-    """Set a preference of an end user as a new version (unchanged values add no version)."""
+    """Set a preference of an end user as a new version (unchanged values add no version).
+
+    The value is redacted first; one that is nothing but sensitive data is `Invalid`.
+    """
+    redactor = redactor or redactor_for(end_user.tenant_id)
+    value = redacted_value(value, key=key, redactor=redactor)
     with transaction.atomic():
         EndUser.objects.select_for_update().filter(pk=end_user.pk).get()
         row = _write_version(
@@ -150,11 +176,13 @@ def fact_set(
     source: str = Source.API,
     source_ids: Sequence[str] = (),
     approved_by: User | None = None,
+    redactor: Redactor | None = None,
 ) -> StableFact:
     """Set a stable fact for the tenant, one of its projects, or one end user, as a new version."""
     foreign_project = project is not None and project.tenant_id != tenant.pk
     if foreign_project or (end_user is not None and end_user.tenant_id != tenant.pk):
         raise Invalid("The project or user belongs to another tenant.")
+    value = redacted_value(value, key=key, redactor=redactor or redactor_for(tenant))
     if end_user is not None:
         scope = StableFact.Scope.USER
     elif project is not None:
@@ -199,7 +227,14 @@ class ProfilePatch:
 def profile_update(
     *, tenant: Tenant, external_id: str, patch: ProfilePatch, actor: Any = None
 ) -> EndUser:
-    """Apply a profile patch as one unit: all of it lands or none of it (creates the user)."""
+    """Apply a profile patch as one unit: all of it lands or none of it (creates the user).
+
+    Free text (display name, answer style, extras, preference and fact values) is redacted
+    before anything is written; a value that held nothing but sensitive data refuses the
+    patch (`Invalid` naming e.g. `preferences.0.value`).
+    """
+    redactor = redactor_for(tenant)
+    patch = redacted_patch(patch, redactor=redactor)
     project_keys = {item["project"] for item in [*patch.roles, *patch.facts] if item.get("project")}
     projects = _projects_by_key(tenant=tenant, keys=project_keys)
     end_user = end_user_get_or_create(tenant=tenant, external_id=external_id)
@@ -220,6 +255,7 @@ def profile_update(
             value=item["value"],
             confidence=item.get("confidence", 1.0),
             source_ids=item.get("source_ids", ()),
+            redactor=redactor,
         )
 
     for item in patch.roles:
@@ -245,10 +281,45 @@ def profile_update(
             end_user=end_user,
             project=projects[item["project"]] if item.get("project") else None,
             source_ids=item.get("source_ids", ()),
+            redactor=redactor,
         )
     EndUser.objects.filter(pk=end_user.pk).update(updated_at=timezone.now())
     _audit_profile_change(tenant, end_user, patch, actor)
     return end_user
+
+
+def redacted_patch(patch: ProfilePatch, *, redactor: Redactor) -> ProfilePatch:
+    """The patch with its free text redacted; `Invalid` naming every value that held nothing
+    but sensitive content."""
+    report = Report()
+    profile = {
+        name: redactor.value(value, path=f"profile.{name}", report=report)
+        if name in REDACTED_PROFILE_FIELDS
+        else value
+        for name, value in patch.profile.items()
+    }
+
+    def items(part: str, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            {
+                **row,
+                "value": redactor.value(
+                    row["value"], path=f"{part}.{i}.value", report=report, context=row["key"]
+                ),
+            }
+            if "value" in row
+            else row
+            for i, row in enumerate(rows)
+        ]
+
+    redacted = ProfilePatch(
+        profile=profile,
+        preferences=items("preferences", patch.preferences),
+        roles=patch.roles,
+        facts=items("facts", patch.facts),
+    )
+    _refuse_emptied(report)
+    return redacted
 
 
 def _audit_profile_change(

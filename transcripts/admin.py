@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from memoryproject.admin_redaction import RedactedDisplayMixin
 from profiles.admin_scoping import TENANT_FILTER, ReadOnlyScopedAdmin
 from transcripts.models import Segment, Session
 
 
 @admin.register(Session)
-class SessionAdmin(ReadOnlyScopedAdmin):
+class SessionAdmin(RedactedDisplayMixin, ReadOnlyScopedAdmin):
+    redacted_fields = ("task_id",)  # what was said stays in the transcript, shown redacted
     list_display = ("external_id", "tenant", "end_user", "task_id", "event_count", "last_event_at")
     list_filter = (TENANT_FILTER,)
     search_fields = ("external_id", "end_user__external_id", "task_id")

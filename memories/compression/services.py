@@ -1,12 +1,15 @@
 """Session compression: read the session's transcript and short-term items, plan the context.
 
-Reads only: nothing is written, not even access counts.
+Reads only: nothing is written, not even access counts. The transcript keeps what was said;
+what compression shows of it (near field, stubs, summary) is redacted like memory is.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from memories.compression.llm import llm_summariser
 from memories.compression.plan import Compression, compress
@@ -14,6 +17,7 @@ from memories.compression.summary import Summariser
 from memories.stm.items import StmItem
 from memories.stm.selectors import stm_items_for
 from memoryproject.errors import Invalid, StoreUnavailable
+from memoryproject.redaction import Redactor, Report, redactor_for
 from profiles.models import Tenant
 from transcripts.models import Session
 from transcripts.selectors import events_after, session_for
@@ -68,7 +72,11 @@ def session_compress(
             fields={"user_id": ["Does not match the user this session was started for."]},
         )
     after = max(0, session.event_count - MAX_EVENTS)
-    events = events_after(session=session, after=after, limit=MAX_EVENTS).events
+    redactor = redactor_for(tenant)
+    events = redacted_events(
+        events_after(session=session, after=after, limit=MAX_EVENTS).events, redactor=redactor
+    )
+    task_id = redactor.text(session.task_id).text
     items: list[StmItem] = []
     degraded = []
     try:
@@ -88,7 +96,7 @@ def session_compress(
             events=events,
             items=items,
             budget_tokens=budget_tokens,
-            task_id=session.task_id,
+            task_id=task_id,
             summariser=summariser,
         )
     except StoreUnavailable as exc:
@@ -96,7 +104,7 @@ def session_compress(
         logger.warning("session %s compressed extractively: %s", session_id, exc)
         degraded.append("summariser")
         compression = compress(
-            events=events, items=items, budget_tokens=budget_tokens, task_id=session.task_id
+            events=events, items=items, budget_tokens=budget_tokens, task_id=task_id
         )
     return SessionCompression(
         session=session,
@@ -104,3 +112,15 @@ def session_compress(
         skipped=(1, after) if after else None,
         degraded=degraded,
     )
+
+
+def redacted_events(
+    events: Sequence[dict[str, Any]], *, redactor: Redactor
+) -> list[dict[str, Any]]:
+    """Transcript events with their content redacted (text, content parts or JSON alike)."""
+    return [
+        {**event, "content": redactor.value(event.get("content"), path="", report=Report())}
+        if event.get("content")
+        else event
+        for event in events
+    ]

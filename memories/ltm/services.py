@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import transaction
@@ -25,6 +25,7 @@ from memories.ltm.vectors import vector_index
 from memories.models import LtmCard, LtmOutbox
 from memories.review.audit import Action, Actor, audit_record
 from memoryproject.errors import Invalid, NotFound, StoreUnavailable
+from memoryproject.redaction import Redactor, Report, redactor_for
 from profiles.models import Project, Tenant
 from profiles.services import end_user_get_or_create
 
@@ -73,8 +74,11 @@ def cards_import(
 ) -> list[tuple[LtmCard, str]]:
     """Create or update cards as one unit; returns each card with created/updated/unchanged.
 
-    A card with the `external_id` of an existing one updates it (a new version).
+    A card with the `external_id` of an existing one updates it (a new version). Every text
+    is redacted first; a field that held nothing but sensitive content refuses the whole
+    import (`Invalid` naming `cards.<index>.<field>`).
     """
+    cards = redacted_cards(cards, redactor=redactor_for(tenant), path="cards")
     project_keys = {c.project for c in cards if c.project}
     projects = {p.key: p for p in Project.objects.filter(tenant=tenant, key__in=project_keys)}
     missing = sorted(project_keys - projects.keys())
@@ -139,9 +143,44 @@ def _audit_cards(tenant: Tenant, results: Sequence[tuple[LtmCard, str]], actor: 
         )
 
 
+def redacted_cards(cards: Sequence[CardInput], *, redactor: Redactor, path: str) -> list[CardInput]:
+    """The cards with their texts, entities and tags redacted; `Invalid` naming each field
+    (`<path>.<index>.<field>`) that held nothing but sensitive content."""
+    report = Report()
+    redacted = []
+    for index, card in enumerate(cards):
+        where = f"{path}.{index}" if path else ""
+
+        def text(name: str, value: str, where: str = where) -> str:
+            named = f"{where}.{name}" if where else name
+            return str(redactor.value(value, path=named, report=report))
+
+        lists = f"{where}." if where else ""
+        redacted.append(
+            replace(
+                card,
+                title=text("title", card.title),
+                summary=text("summary", card.summary),
+                content=text("content", card.content),
+                entities=redactor.strings(card.entities, path=f"{lists}entities", report=report),
+                tags=redactor.strings(card.tags, path=f"{lists}tags", report=report),
+            )
+        )
+    if report.emptied:
+        raise Invalid(
+            "A card holds nothing but sensitive data.",
+            fields={
+                name: ["Holds nothing but sensitive data (redacted), so not stored."]
+                for name in report.emptied
+            },
+        )
+    return redacted
+
+
 @transaction.atomic
 def card_merge(*, tenant: Tenant, memory_id: str, addition: CardInput) -> LtmCard:
     """Fold another card's evidence into an existing active card, as its next version."""
+    [addition] = redacted_cards([addition], redactor=redactor_for(tenant), path="")
     card = LtmCard.objects.select_for_update().filter(tenant=tenant, memory_id=memory_id).first()
     if card is None or card.status != LtmCard.Status.ACTIVE:
         raise NotFound(f"No active card {memory_id!r}.")

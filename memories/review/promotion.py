@@ -27,6 +27,7 @@ from memories.stm.keys import Owner
 from memories.stm.store import now_seconds, stm_store
 from memories.write.candidates import MemoryType
 from memoryproject.errors import Conflict, Invalid, StoreUnavailable
+from memoryproject.redaction import Report, redactor_for
 from profiles.domains import FACT_DOMAINS, PREFERENCE_DOMAINS, key_problem
 from profiles.models import EndUser, Source, StableFact, Tenant, UserPreference
 from profiles.services import fact_set, preference_set
@@ -243,10 +244,26 @@ def proposal_blocked(
     return not new_evidence(latest)
 
 
+def redact_proposal(request: PromotionRequest) -> bool:
+    """Redact a new proposal's text and evidence in place (items written before redaction
+    covered every field may still hold raw values); False when nothing would be left of it."""
+    redactor = redactor_for(request.tenant)
+    report = Report()
+    context = str(request.proposal.get("key", ""))
+    request.proposal = redactor.value(request.proposal, path="", report=report, context=context)
+    request.evidence = redactor.value(request.evidence, path="", report=Report())
+    request.existing = redactor.value(request.existing, path="", report=Report())
+    essential = (".value", ".summary")
+    return not any(path in essential for path in report.emptied)
+
+
 def proposal_record(
     request: PromotionRequest, *, actor: Actor, details: Mapping[str, Any]
 ) -> PromotionRequest | None:
-    """Save a proposal with its audit event; None when the same one was proposed meanwhile."""
+    """Save a proposal with its audit event; None when the same one was proposed meanwhile,
+    or when it would hold nothing but sensitive data."""
+    if not redact_proposal(request):
+        return None
     try:
         with transaction.atomic():
             request.save()
@@ -374,9 +391,10 @@ def _locked_pending(request: PromotionRequest) -> PromotionRequest:
 
 
 def _edited(request: PromotionRequest, edits: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The proposal with the reviewer's edits, redacted like any other text written; an
+    edited field that is nothing but sensitive data is `Invalid`."""
     proposal = dict(request.proposal)
-    if not edits:
-        return proposal
+    edits = edits or {}
     allowed = ("value",) if request.path == PromotionRequest.Path.POSTGRES else CARD_EDITABLE
     unknown = sorted(set(edits) - set(allowed))
     if unknown:
@@ -384,6 +402,20 @@ def _edited(request: PromotionRequest, edits: Mapping[str, Any] | None) -> dict[
             "These fields cannot be edited.", fields={name: ["Not editable."] for name in unknown}
         )
     proposal.update(edits)
+    redactor, report = redactor_for(request.tenant), Report()
+    key = str(proposal.get("key", ""))
+    proposal = {
+        name: redactor.value(value, path=name, report=report, context=key * (name == "value"))
+        for name, value in proposal.items()
+    }
+    refused = [path for path in report.emptied if path.split(".", 1)[0] in edits]
+    if refused:
+        raise Invalid(
+            "An edit holds nothing but sensitive data.",
+            fields={path: ["Holds nothing but sensitive data (redacted)."] for path in refused},
+        )
+    if not edits:
+        return proposal
     if request.path == PromotionRequest.Path.LTM:
         if not str(proposal.get("summary", "")).strip():
             raise Invalid("A card needs a summary.", fields={"summary": ["Required."]})

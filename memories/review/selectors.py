@@ -1,10 +1,12 @@
-"""Reads for reviewers: the transcript around a proposal's evidence."""
+"""Reads for reviewers: the transcript around a proposal's evidence (redacted: the transcript
+keeps what was said, a reviewer sees it without card numbers, secrets and the like)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memoryproject.redaction import redactor_for
 from profiles.models import Tenant
 from transcripts.models import EventRef, Session
 from transcripts.selectors import events_after
@@ -49,8 +51,10 @@ def evidence_excerpt(
 ) -> Excerpt:
     """The tenant's transcript events with these ids plus `around` neighbours on each side.
 
-    Erased or unreadable sessions contribute nothing; their ids are listed as missing.
+    Erased or unreadable sessions contribute nothing; their ids are listed as missing. The
+    content is redacted with the tenant's redactor.
     """
+    redactor = redactor_for(tenant)
     refs = EventRef.objects.filter(
         session__tenant=tenant,
         session__external_id__in=list(session_ids),
@@ -75,7 +79,7 @@ def evidence_excerpt(
                         seq=event["seq"],
                         message_id=str(event.get("id", "")),
                         role=str(event.get("role", "")),
-                        content=str(event.get("content", "")),
+                        content=redactor.text(str(event.get("content", ""))).text,
                         created_at=str(event.get("created_at", "")),
                         evidence=event["seq"] in seqs,
                     )

@@ -64,7 +64,7 @@ def session_extract(*, session_pk: int) -> str:
                     logger.warning("LLM extractor unavailable; rules only", exc_info=True)
             if candidates:
                 try:
-                    proposals_submit(tenant=session.tenant, candidates=candidates)
+                    proposals_submit(tenant=session.tenant, candidates=candidates, strict=False)
                 except (ObjectDoesNotExist, IntegrityError):
                     if not Session.objects.filter(pk=session_pk).exists():
                         return "gone"  # erased (with its user or tenant) while we read it

@@ -18,6 +18,7 @@ from django.conf import settings
 from memories.write.candidates import Candidate, MemoryType, SourceKind
 from memoryproject.errors import StoreUnavailable
 from memoryproject.llm import chat_json
+from memoryproject.redaction import redact_text
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +118,7 @@ class OpenAICompatibleExtractor:
         content = event.get("content") or ""
         if not isinstance(content, str):
             content = json.dumps(content, ensure_ascii=False)
+        content = redact_text(content)  # red lines hold for the outside model too
         if len(content) > self.max_event_chars:
             content = content[: self.max_event_chars] + TRUNCATED_MARK
         line: dict[str, Any] = {"role": event.get("role", ""), "id": event.get("id", "")}

@@ -6,7 +6,7 @@ import hashlib
 import re
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -17,10 +17,11 @@ from memories.review.audit import Action, Actor, audit_record
 from memories.stm.items import StmItem
 from memories.stm.keys import Owner
 from memories.stm.store import RedisShortTermStore, now_seconds, stm_store
-from memories.vocabulary import vocabulary_for
+from memories.vocabulary import redactor_of, vocabulary_for
 from memories.write.candidates import Candidate
 from memories.write.policy import Decision, ExistingState, decide, policy_for
-from memories.write.redaction import redact_candidate
+from memories.write.redaction import RedactedCandidate, redact_candidate
+from memoryproject.errors import Invalid
 from profiles.models import EndUser, Tenant
 from profiles.services import end_user_get_or_create
 
@@ -73,22 +74,31 @@ def proposals_submit(
     candidates: Sequence[Candidate],
     dry_run: bool = False,
     actor: Actor | None = None,
+    strict: bool = True,
 ) -> list[ProposalResult]:
     """Judge each candidate and land the accepted ones in short-term memory.
 
-    All accepted items of one call are upserted in one Redis transaction. A dry run decides
-    exactly the same way and writes nothing, not even unknown end users.
+    Every candidate is redacted first. With `strict` (agents' proposals) a field that held
+    nothing but sensitive content refuses the whole call (`Invalid` naming
+    `proposals.<index>.<field>`, nothing written); otherwise (extraction) such a candidate is
+    refused with `sensitive` and such entities or tags are left out. All accepted items of one
+    call are upserted in one Redis transaction. A dry run decides exactly the same way and
+    writes nothing, not even unknown end users.
     """
     settings = policy_for(tenant=tenant)
     vocabulary = vocabulary_for(tenant=tenant)
+    redactor = redactor_of(vocabulary)
+    redacted_all = [redact_candidate(raw, redactor=redactor) for raw in candidates]
+    if strict:
+        _refuse_sensitive(redacted_all)
     store = stm_store()
     now = now_seconds()
     owners = _owners(tenant=tenant, user_ids={c.user_id for c in candidates}, create=not dry_run)
 
     decided: list[tuple[Decision, StmItem | None, list[str]]] = []
     seen_in_batch: set[tuple[str, str]] = set()
-    for raw in candidates:
-        candidate, redacted = redact_candidate(raw)
+    for redaction in redacted_all:
+        candidate, redacted = redaction.candidate, redaction.kinds
         owner = owners.get(candidate.user_id)
         fingerprint = fingerprint_of(candidate)
         existing = _existing_state(
@@ -97,6 +107,8 @@ def proposals_submit(
         if (candidate.user_id, fingerprint) in seen_in_batch:
             existing = ExistingState(same_fact=True)
         decision = decide(candidate, existing=existing, settings=settings, vocabulary=vocabulary)
+        if redaction.nothing_left:
+            decision = replace(decision, accepted=False, refusal="sensitive")
         item = None
         if decision.accepted and owner is not None:
             seen_in_batch.add((candidate.user_id, fingerprint))
@@ -129,6 +141,16 @@ def proposals_submit(
     if not dry_run:
         _audit_writes(tenant, [item for _, item, _ in decided], results, actor)
     return results
+
+
+def _refuse_sensitive(redacted: Sequence[RedactedCandidate]) -> None:
+    fields = {
+        f"proposals.{index}.{path}": ["Holds nothing but sensitive data (redacted), so not stored."]
+        for index, one in enumerate(redacted)
+        for path in one.emptied
+    }
+    if fields:
+        raise Invalid("A proposal holds nothing but sensitive data.", fields=fields)
 
 
 AUDITED_OUTCOMES = {

@@ -115,7 +115,7 @@ def test_card_and_id_numbers_are_redacted_before_writing(owner: APIClient) -> No
                 proposal(
                     memory_type="constraint",
                     summary="refunds go to card 4111 1111 1111 1111 of 11010519491231002X only",
-                    detail={"card": "4111-1111-1111-1111"},
+                    detail={"note": "refund to 4111-1111-1111-1111"},
                 )
             ]
         },
