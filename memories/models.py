@@ -190,6 +190,13 @@ class RecallPolicy(models.Model):
     session_recent_minutes = models.PositiveIntegerField(
         default=30, help_text="A session with a memory newer than this counts as recent."
     )
+    history_enabled = models.BooleanField(
+        default=True,
+        help_text=(
+            "Index every conversation turn as searchable history. Off: nothing new is indexed "
+            "and history search finds nothing (`reindex_history` removes what was indexed)."
+        ),
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -612,3 +619,7 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.action} {self.object_type} {self.object_id}"
+
+
+# Episodic history's rows live beside its store adapters; importing them here registers them.
+from memories.history.models import HistoryCursor, HistoryOutbox  # noqa: E402, F401

@@ -6,6 +6,8 @@ from typing import Any
 
 from django.db import transaction
 
+from memories.history.search import history_search_index
+from memories.history.vectors import history_vector_index
 from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
 from memories.models import ForgettingPolicy, PromotionPolicy, RecallPolicy
@@ -20,6 +22,7 @@ def stores_ensure() -> list[str]:
     Idempotent: running it again changes nothing that exists.
     """
     done = [*card_search_index().ensure(), *vector_index().ensure()]
+    done += [*history_search_index().ensure(), *history_vector_index().ensure()]
     done += [f"redis script {sha}" for sha in [*load_scripts(), *stm_store().load_scripts()]]
     return done
 

@@ -113,6 +113,23 @@ EMBEDDING_MODEL = env.string("EMBEDDING_MODEL", "multilingual-e5-small")  # for 
 # Per-branch time limit of hybrid long-term search; a slower branch is dropped (degraded).
 LTM_BRANCH_TIMEOUT_SECONDS = float(env.integer("LTM_BRANCH_TIMEOUT_MS", 2000, minimum=10)) / 1000
 
+# Episodic history (memories/history): every user/assistant turn and a digest of each tool
+# result, indexed after append in an index and a collection of their own (docs/history.md).
+HISTORY_CONTEXT_TURNS = env.integer("HISTORY_CONTEXT_TURNS", 2, minimum=0)
+HISTORY_CONTEXT_WEIGHT = env.integer("HISTORY_CONTEXT_WEIGHT_PCT", 30, minimum=0) / 100
+HISTORY_EMBED_CONTEXT = env.boolean("HISTORY_EMBED_CONTEXT", False)
+HISTORY_TEXT_MAX_CHARS = env.integer("HISTORY_TEXT_MAX_CHARS", 2000, minimum=100)
+HISTORY_TOOL_DIGEST_CHARS = env.integer("HISTORY_TOOL_DIGEST_CHARS", 300, minimum=50)
+HISTORY_EMBED_BATCH = env.integer("HISTORY_EMBED_BATCH", 64, minimum=1)
+HISTORY_DRAIN_EVENTS = env.integer("HISTORY_DRAIN_EVENTS", 256, minimum=1)
+HISTORY_DRAIN_DELAY_SECONDS = env.integer("HISTORY_DRAIN_DELAY_SECONDS", 1, minimum=0)
+HISTORY_MAX_LAG_SECONDS = env.integer("HISTORY_MAX_LAG_SECONDS", 120, minimum=1)
+HISTORY_BRANCH_TIMEOUT_SECONDS = env.integer("HISTORY_BRANCH_TIMEOUT_MS", 1000, minimum=10) / 1000
+# Hybrid history search: weighted Reciprocal Rank Fusion, w / (k + rank) summed per branch.
+HISTORY_RRF_K = env.integer("HISTORY_RRF_K", 60, minimum=1)
+HISTORY_LEXICAL_WEIGHT = env.integer("HISTORY_LEXICAL_WEIGHT_PCT", 100, minimum=0) / 100
+HISTORY_VECTOR_WEIGHT = env.integer("HISTORY_VECTOR_WEIGHT_PCT", 100, minimum=0) / 100
+
 # Recall: each layer's time budget; a slower layer is skipped and reported as degraded.
 RECALL_REDIS_TIMEOUT_SECONDS = env.integer("RECALL_REDIS_TIMEOUT_MS", 250, minimum=1) / 1000
 RECALL_LTM_TIMEOUT_SECONDS = env.integer("RECALL_LTM_TIMEOUT_MS", 3000, minimum=10) / 1000
@@ -177,6 +194,13 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "stm-extract-catch-up": {"task": "memories.tasks.stm_extract_catch_up_task", "schedule": 120.0},
     # Drain the long-term index outbox (normally drained right after each change).
     "ltm-outbox-drain": {"task": "memories.tasks.ltm_outbox_drain_task", "schedule": 60.0},
+    # Index transcript turns still in the history outbox; also queues sessions a missed
+    # append signal left behind (normally drained a moment after each append).
+    "history-outbox-drain": {
+        "task": "memories.tasks.history_outbox_drain_task",
+        "schedule": 30.0,
+        "kwargs": {"catch_up": True},
+    },
     # Apply queued recall side effects (normally applied a moment after each recall).
     "recall-effects-apply": {"task": "memories.tasks.recall_effects_apply_task", "schedule": 30.0},
     # Forgetting: fade unused long-term cards, archive old unimportant ones (daily).

@@ -14,6 +14,8 @@ import redis
 from django.conf import settings
 from rest_framework.test import APIClient
 
+from memories.history.search import history_search_index
+from memories.history.vectors import history_vector_index
 from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
 from memories.services import stores_ensure
@@ -48,6 +50,8 @@ def real_stores() -> Iterator[None]:
     yield
     card_search_index().drop()
     vector_index().drop()
+    history_search_index().drop()
+    history_vector_index().drop()
     stale = _redis_keys()
     if stale:
         redis_connection().delete(*stale)

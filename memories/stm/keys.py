@@ -98,6 +98,11 @@ def reflection_mark(owner: Owner) -> str:
     return f"{_prefix()}:reflect:{owner.tag}"
 
 
+def history_drain_scheduled() -> str:
+    """Set while a drain of the history outbox is queued, so appends share one drain."""
+    return f"{_prefix()}:history:drain-scheduled"
+
+
 def lock(name: str) -> str:
     return f"{_prefix()}:lock:{name}"
 

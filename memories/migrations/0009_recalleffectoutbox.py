@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memories', '0007_promotionpolicy_reflection'),
+        ('memories', '0008_history_outbox_cursor_and_switch'),
         ('profiles', '0001_initial'),
     ]
 
