@@ -114,8 +114,7 @@ def route(profile: QueryProfile, *, forced_layers: Collection[str] = ()) -> Rout
                     decided.declined[layer] = ["skipped by the caller"]
                     decided.reasons[layer] = ["skipped by the caller"]
             setattr(decided, layer, asked)
-            if asked:
-                decided.declined[layer] = []
+            decided.declined[layer] = [] if asked else ["skipped by the caller"]
     return decided
 
 
