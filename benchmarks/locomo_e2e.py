@@ -44,7 +44,9 @@ from typing import Any
 
 from _setup import LOCOMO, ROOT, clear_prefix_keys, django_setup
 
-RUN = uuid.uuid4().hex[:8]
+# A run's data lives under prefixes of its own; BENCH_E2E_RUN names an earlier run kept with
+# --keep, to ask its questions again without loading (--reuse).
+RUN = os.environ.get("BENCH_E2E_RUN") or uuid.uuid4().hex[:8]
 MODES = ("pipeline", "cards")
 KS = (5, 10)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -527,16 +529,16 @@ def main() -> None:
         "last; for tuning fusion, floor and time boost on this split",
     )
     parser.add_argument("--dump", default="", help="write every answer of the last pass here")
+    parser.add_argument("--keep", action="store_true", help="keep what was written")
+    parser.add_argument(
+        "--reuse", action="store_true", help="ask again what BENCH_E2E_RUN's kept run loaded"
+    )
     args = parser.parse_args()
     django_setup(migrate=True, **settings_env())
-    from memories.history.search import history_search_index
-    from memories.history.vectors import history_vector_index
-    from memories.ltm.search import card_search_index
-    from memories.ltm.vectors import vector_index
     from memories.models import RecallPolicy
     from memories.services import stores_ensure
     from profiles.models import Tenant
-    from profiles.services import api_key_create, tenant_create, tenant_delete
+    from profiles.services import api_key_create, tenant_create
 
     conversations = json.loads(LOCOMO.read_text())
     stores_ensure()
@@ -545,13 +547,19 @@ def main() -> None:
     print(f"run {RUN}: service on port {port}, one worker")
     try:
         for mode in MODES if args.mode == "both" else (args.mode,):
-            tenant = tenant_create(slug=f"bench-e2e-{RUN}-{mode}", name=f"LoCoMo e2e {mode}")
+            slug = f"bench-e2e-{RUN}-{mode}"
+            if args.reuse:
+                tenant = Tenant.objects.get(slug=slug)
+            else:
+                tenant = tenant_create(slug=slug, name=f"LoCoMo e2e {mode}")
             _, secret = api_key_create(
                 tenant=tenant, name="benchmark", scopes=["read", "write", "admin"]
             )
             api = Api(port, secret)
             began = time.perf_counter()
-            if mode == "pipeline":
+            if args.reuse:
+                made = "loaded by an earlier run"
+            elif mode == "pipeline":
                 made = f"{load_pipeline(api, conversations)} events appended"
             else:
                 made = f"{load_cards(api, conversations)} cards imported"
@@ -575,17 +583,31 @@ def main() -> None:
                 )
     finally:
         stop(processes)
-        for index in (
-            card_search_index(),
-            vector_index(),
-            history_search_index(),
-            history_vector_index(),
-        ):
-            index.drop()
-        for tenant in Tenant.objects.filter(slug__startswith=f"bench-e2e-{RUN}"):
-            tenant_delete(tenant=tenant)
-        clear_prefix_keys()
-        print("removed everything written")
+        if args.keep:
+            print(f"kept everything written: BENCH_E2E_RUN={RUN} ... --reuse asks again")
+        else:
+            remove_everything()
+
+
+def remove_everything() -> None:
+    from memories.history.search import history_search_index
+    from memories.history.vectors import history_vector_index
+    from memories.ltm.search import card_search_index
+    from memories.ltm.vectors import vector_index
+    from profiles.models import Tenant
+    from profiles.services import tenant_delete
+
+    for index in (
+        card_search_index(),
+        vector_index(),
+        history_search_index(),
+        history_vector_index(),
+    ):
+        index.drop()
+    for tenant in Tenant.objects.filter(slug__startswith=f"bench-e2e-{RUN}"):
+        tenant_delete(tenant=tenant)
+    clear_prefix_keys()
+    print("removed everything written")
 
 
 if __name__ == "__main__":

@@ -210,10 +210,10 @@ class RecallPolicy(models.Model):
         default=60, validators=[MinValueValidator(1)], help_text="k in weight / (k + rank)."
     )
     relevance_floor = models.FloatField(
-        default=0.5,
+        default=0.34,
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
-        help_text="Share of a query's content terms one memory must hold for the query to "
-        "reach long-term memory and history by itself.",
+        help_text="Share of a query's content terms one memory must hold (and two of them, or "
+        "a name) for the query to reach long-term memory and history by itself.",
     )
     time_boost = models.FloatField(
         default=1.0,

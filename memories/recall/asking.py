@@ -21,7 +21,7 @@ from memories.recall.branches import Fusion, MemorySearch, card_text
 from memories.recall.history import history_candidate
 from memories.recall.pool import MemoryCandidate, ltm_candidate
 from memories.recall.query_profile import QueryProfile
-from memories.recall.relevance import best_holding, content_terms
+from memories.recall.relevance import best_holding, content_terms, query_names
 from memories.recall.routing import Route, route
 from memories.recall.timefilter import TimeQuery, TimeWindow, parse_time_query, reanchor
 from profiles.models import Tenant
@@ -32,7 +32,7 @@ POLICY_DEFAULTS: dict[str, Any] = {
     "fusion_lexical_weight": 1.0,
     "fusion_vector_weight": 1.0,
     "fusion_rrf_k": 60,
-    "relevance_floor": 0.5,
+    "relevance_floor": 0.34,
     "time_boost": 1.0,
     "history_depth": 30,
 }
@@ -102,6 +102,7 @@ def settle_route(
     asking: Asking,
     profile: QueryProfile,
     *,
+    query: str,
     forced_layers: Collection[str],
     fail: Callable[[str, str], None],
 ) -> Route:
@@ -117,7 +118,8 @@ def settle_route(
             texts.extend((h.entry_id, f"{h.text} {h.context}") for h in history_result.hits)
             newest = max((h.occurred_at for h in history_result.hits), default=None)
         holding = best_holding(profile.content_terms, texts)
-        profile.memory_holds = holding.holds(asking.floor)
+        names = query_names(query, profile.entities)
+        profile.memory_holds = holding.holds(asking.floor, names)
         profile.holding_share = holding.share
         profile.held_terms = list(holding.terms)
     decided = route(profile, forced_layers=forced_layers)

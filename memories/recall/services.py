@@ -45,7 +45,7 @@ from memories.recall.pool import (
     stm_candidate,
 )
 from memories.recall.query_profile import QueryProfile, RuntimeState, build_query_profile
-from memories.recall.relevance import content_terms
+from memories.recall.relevance import content_terms, query_names
 from memories.recall.routing import LAYERS, Route, route
 from memories.recall.standing import standing_indexes, standing_rules, user_matches
 from memories.stm.items import StmItem
@@ -161,6 +161,7 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         list(probe.user_items.values()),
         terms=profile.content_terms,
         floor=floor,
+        names=query_names(request.query, profile.entities),
         now=now_seconds(),
     )
     profile.user_items_matched = len(matched)
@@ -218,7 +219,9 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
             profile.redis_result_insufficient = True
 
     # Whether the user's memory holds the query decides long-term memory and history.
-    settled = settle_route(asking, profile, forced_layers=request.layers, fail=trace.fail)
+    settled = settle_route(
+        asking, profile, query=request.query, forced_layers=request.layers, fail=trace.fail
+    )
     for layer in ("ltm", "history"):
         setattr(decided, layer, settled.asks(layer))
         decided.reasons[layer] = settled.reasons[layer]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from memories.recall.relevance import coverage
+from memories.recall.relevance import holds
 from memories.stm.items import StmItem
 from memories.write.services import normalise_fact
 
@@ -63,10 +63,10 @@ def standing_rules(
 
 
 def user_matches(
-    items: Sequence[StmItem], *, terms: Sequence[str], floor: float, now: float
+    items: Sequence[StmItem], *, terms: Sequence[str], floor: float, names: set[str], now: float
 ) -> list[StmItem]:
-    """The user's live items (from any session) holding at least `floor` of the query's
-    content terms."""
+    """The user's live items (from any session) that hold the query: at least `floor` of its
+    content terms, and two of them or a name (`relevance.py`)."""
     if not terms:
         return []
     matched = []
@@ -74,7 +74,6 @@ def user_matches(
         if not item.is_live(now):
             continue
         text = " ".join((item.summary, item.fact_value, " ".join(item.entities)))
-        share, _ = coverage(terms, text)
-        if share >= floor:
+        if holds(terms, text, floor=floor, names=names):
             matched.append(item)
     return matched
