@@ -928,3 +928,7 @@ class PromotionPolicyAdmin(TenantPolicyAdmin):
     )
     list_filter = (TENANT_FILTER,)
     list_select_related = ("tenant",)
+
+
+# Episodic history indexing (its outbox and lag).
+from memories.history import admin as history_admin  # noqa: E402, F401

@@ -59,10 +59,27 @@ def _timed(check: Callable[[], None]) -> dict[str, Any]:
     return result
 
 
+def _history_index() -> dict[str, Any]:
+    """How far history indexing lags (reported, not a failure: a slow worker must not take the
+    web servers out of service); fails only when the lag cannot be read."""
+    from memories.history.services import history_lag
+
+    started = time.perf_counter()
+    try:
+        detail: dict[str, Any] = {"ok": True, **history_lag()}
+    except Exception as exc:  # PostgreSQL is down: its own check says so too
+        detail = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+    finally:
+        connections.close_all()
+    detail["latency_ms"] = round((time.perf_counter() - started) * 1000, 2)
+    return detail
+
+
 def readiness() -> dict[str, dict[str, Any]]:
     """Run every check concurrently; a check that takes too long counts as failed."""
-    pool = ThreadPoolExecutor(max_workers=len(CHECKS), thread_name_prefix="readyz")
+    pool = ThreadPoolExecutor(max_workers=len(CHECKS) + 1, thread_name_prefix="readyz")
     futures = {name: pool.submit(_timed, check) for name, check in CHECKS.items()}
+    futures["history_index"] = pool.submit(_history_index)
     wait(futures.values(), timeout=CHECK_TIMEOUT_SECONDS + 1)
     pool.shutdown(wait=False, cancel_futures=True)
     return {

@@ -534,6 +534,12 @@ def history_drift(*, tenant: Tenant | None = None, repair: bool = False) -> Hist
 def history_erase_user(*, tenant_id: int, user_id: str) -> dict[str, int]:
     """Delete every history entry of one end user from both indexes; returns the counts."""
     documents = history_search_index().remove_user(tenant_id=str(tenant_id), user_id=user_id)
-    vectors = history_vector_index().remove_user(tenant_id=str(tenant_id), user_id=user_id)
-    history_vector_index().flush()
+    index, vectors = history_vector_index(), 0
+    # Counted by id (a delete by filter does not say how many it removed on every server).
+    while held := index.ids_where(tenant_id=str(tenant_id), user_id=user_id):
+        index.remove_ids(ids=held)
+        index.flush()
+        vectors += len(held)
+    index.remove_user(tenant_id=str(tenant_id), user_id=user_id)
+    index.flush()
     return {"history_documents": documents, "history_vectors": vectors}

@@ -20,6 +20,9 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from memories.history.search import history_search_index
+from memories.history.services import history_erase_user
+from memories.history.vectors import history_vector_index
 from memories.ltm.scope import Scope
 from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
@@ -90,10 +93,14 @@ def _inventory(request: DeletionRequest) -> dict[str, Any]:
         )
         owner = Owner(tenant_id, end_user.pk)
         stm_ids = [item.id for item in stm_store().items_of(owner=owner, limit=PROBE_SAMPLE)]
+        history_ids = history_search_index().ids_where(
+            tenant_id=str(tenant_id), user_id=end_user.external_id
+        )
         return {
             "end_user_pk": end_user.pk,
             "user_id": end_user.external_id,
             "session_pks": sessions,
+            "history_entry_ids": history_ids,
             "event_digests": digests,
             "stm_item_ids": stm_ids,
             **_card_probes(cards),
@@ -175,6 +182,18 @@ def _step_milvus(request: DeletionRequest, inventory: dict[str, Any]) -> dict[st
     return {"vectors": deleted}
 
 
+def _step_history(request: DeletionRequest, inventory: dict[str, Any]) -> dict[str, int]:
+    """The user's episodic history entries, from Elasticsearch and Milvus."""
+    if request.kind != Kind.USER:
+        return {"documents": 0, "vectors": 0}
+    ids = inventory.get("history_entry_ids", [])
+    removed = history_erase_user(tenant_id=request.tenant_id, user_id=inventory["user_id"])
+    # By id too: an entry written under the user's id is gone whatever its fields say.
+    history_search_index().remove_ids(ids=ids)
+    history_vector_index().remove_ids(ids=ids)
+    return {"documents": removed["history_documents"], "vectors": removed["history_vectors"]}
+
+
 def _step_transcripts(request: DeletionRequest, inventory: dict[str, Any]) -> dict[str, int]:
     counts = {"sessions": 0, "segments": 0, "events": 0}
     # Sessions started since the inventory are the user's too.
@@ -230,6 +249,7 @@ STEPS: tuple[tuple[str, Callable[[DeletionRequest, dict[str, Any]], dict[str, in
     ("redis", _step_redis),
     ("elasticsearch", _step_elasticsearch),
     ("milvus", _step_milvus),
+    ("history", _step_history),
     ("transcripts", _step_transcripts),
     ("postgres", _step_postgres),
 )
@@ -324,6 +344,15 @@ def _verify(request: DeletionRequest, inventory: dict[str, Any]) -> dict[str, An
         )
         by_id["elasticsearch_user"] = len(search.ids_where(tenant_id=tenant_id, user_id=user_id))
         by_id["milvus_user"] = len(vectors.ids_where(tenant_id=tenant_id, user_id=user_id))
+        history_ids = inventory.get("history_entry_ids", [])
+        for name, index in (
+            ("history_elasticsearch", history_search_index()),
+            ("history_milvus", history_vector_index()),
+        ):
+            held = set(index.ids_where(tenant_id=tenant_id, user_id=user_id))
+            if history_ids:
+                held |= set(index.ids_where(tenant_id=tenant_id, ids=history_ids))
+            by_id[name] = len(held)
         by_id["redis_keys"] = len(stm_store().owner_keys(owner))
         by_id["redis_items"] = len(
             stm_store().get_many(owner=owner, item_ids=inventory.get("stm_item_ids", []))

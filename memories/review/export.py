@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memories.history.selectors import history_entries_for
 from memories.models import AuditEvent, LtmCard, PromotionRequest
 from memories.stm.keys import Owner
 from memories.stm.store import stm_store
@@ -54,9 +55,15 @@ def _transcripts(sessions: list[Session]) -> list[dict[str, Any]]:
     return exported
 
 
+def _history(tenant: Tenant, user_id: str) -> dict[str, Any]:
+    """The user's episodic history entries (redacted text as indexed), with their count."""
+    entries = history_entries_for(tenant=tenant, user_id=user_id)
+    return {"count": len(entries), "entries": entries}
+
+
 def user_export(*, tenant: Tenant, user_id: str) -> dict[str, Any]:
     """Layer 1 rows with their history, short-term items, cards (any status), transcripts,
-    pending promotions and audit events of one of the tenant's end users."""
+    episodic history entries, pending promotions and audit events of one end user."""
     from memories.apis import item_document
     from memories.ltm.apis import card_view
 
@@ -86,6 +93,7 @@ def user_export(*, tenant: Tenant, user_id: str) -> dict[str, Any]:
         ],
         "long_term": [card_view(card) for card in cards],
         "transcripts": _transcripts(sessions),
+        "history": _history(tenant, end_user.external_id),
         "promotions": [
             {
                 "request_id": p.request_id,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -103,3 +104,45 @@ def test_a_real_worker_extracts_after_an_append(
         line["request_id"] == "req-worker-1" and line["logger"] == "memories.write.extraction"
         for line in log_lines
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_indexes_appended_turns_as_history(
+    tenant, owner: APIClient, worker, publish_to_broker
+):
+    from memories.history.models import HistoryOutbox
+    from memories.history.selectors import history_search
+
+    for batch in range(3):
+        response = owner.post(
+            reverse("transcripts:events", kwargs={"session_id": "s-history"}),
+            {
+                "user_id": "u_43",
+                "events": [
+                    {"id": f"h-{batch}-u", "role": "user", "content": f"Trip {batch} to Kyoto"},
+                    {"id": f"h-{batch}-a", "role": "assistant", "content": "Sounds lovely."},
+                ],
+            },
+            format="json",
+        )
+        assert response.status_code == 201
+    assert HistoryOutbox.objects.count() == 3  # one row per append, drained by the worker
+
+    deadline = time.monotonic() + 90
+    found: set[str] = set()
+    while time.monotonic() < deadline and len(found) < 6:
+        hits = history_search(tenant=tenant, user_id="u_43", query="Kyoto trip", k=10).hits
+        found = {hit.event_id for hit in hits}
+        time.sleep(0.5)
+    assert worker.poll() is None, "the worker exited"
+    assert found == {f"h-{b}-{r}" for b in range(3) for r in "ua"}
+    assert not HistoryOutbox.objects.exists()
+    indexed = [
+        int(match.group(1))
+        for line in worker.log_path.read_text().splitlines()
+        if "history_outbox_drain_task" in line and "succeeded" in line
+        for match in [re.search(r"indexed (\d+) entries", line)]
+        if match
+    ]
+    # every entry was embedded and written once, by drains the appends shared
+    assert sum(indexed) == 6 and 1 <= len(indexed) <= 3

@@ -28,8 +28,17 @@ def test_readyz_checks_all_five_stores_with_latency(client: Client) -> None:
     response = client.get("/readyz")
     body = response.json()
     assert response.status_code == 200, body
-    assert set(body["checks"]) == {"postgres", "redis", "elasticsearch", "milvus", "broker"}
+    assert set(body["checks"]) == {
+        "postgres",
+        "redis",
+        "elasticsearch",
+        "milvus",
+        "broker",
+        "history_index",
+    }
     assert all(check["ok"] and check["latency_ms"] >= 0 for check in body["checks"].values())
+    lag = body["checks"]["history_index"]
+    assert lag["pending_events"] == 0 and lag["within_bound"] is True
 
 
 @pytest.mark.django_db

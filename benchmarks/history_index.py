@@ -1,0 +1,292 @@
+"""Episodic history on LoCoMo (development split): indexing throughput, search latency and
+evidence recall of `history_search` alone.
+
+Every conversation is appended as transcript events (one service session per LoCoMo session,
+event ids `<conversation>:<dia_id>`, the session's date as each event's `created_at`, the
+speaker in `metadata.speaker`), exactly as an agent would. The history outbox is then drained
+by the service's own drain (batched embedding) and timed: events/s, and the share spent
+embedding. Every question of categories 1-4 is asked through `history_search` of that
+conversation's user in each mode, and the script prints any@5/10, all@5/10 and frac@10 (hits
+map back to dia_ids through their event ids) and per-mode latency p50/p95 (the query vector is
+computed once per question and timed on its own, as recall does). Lexical search is also
+measured with other weights of the context field, hybrid with other fusion weights.
+
+    .venv/bin/python benchmarks/history_index.py                    # entries embedded alone
+    .venv/bin/python benchmarks/history_index.py --embed-context    # context embedded too
+
+Baselines on raw turns (../shared/data/locomo/README.md): BM25 any@10 62.6, e5 60.7, RRF 68.3.
+Runs against the local stores in a PostgreSQL database, transcript folder, index, collection
+and key prefix of its own, and removes all of it afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from _setup import LOCOMO, clear_prefix_keys, django_setup
+
+RUN = uuid.uuid4().hex[:8]
+KS = (5, 10)
+DIA = re.compile(r"D\d+:\d+")
+
+
+def session_names(conversation: dict) -> list[str]:
+    sessions = conversation["conversation"]
+    return sorted(
+        (n for n in sessions if re.fullmatch(r"session_\d+", n)), key=lambda n: int(n[8:])
+    )
+
+
+def session_start(raw: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' as an aware datetime (UTC)."""
+    return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def turn_text(turn: dict) -> str:
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" [shares image: {turn['blip_caption']}]"
+    return text
+
+
+def evidence_ids(raw: list[str], known: set[str]) -> list[str]:
+    """Split malformed entries ("D8:6; D9:17"), repair "D:11:26" and "D30:05"; keep known ids."""
+    found = []
+    for entry in raw:
+        for part in re.split(r"[;,\s]+", entry):
+            match = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
+            if match and f"D{match.group(1)}:{match.group(2)}" in known:
+                found.append(f"D{match.group(1)}:{match.group(2)}")
+    return sorted(set(found))
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(int(len(ordered) * share) - 1, 0)]
+
+
+class TimedEmbedder:
+    """The configured embedder, timing its passage calls and recording their sizes."""
+
+    def __init__(self, real) -> None:  # type: ignore[no-untyped-def]
+        self.real, self.seconds, self.calls = real, 0.0, []
+        self.dim, self.model_name = real.dim, real.model_name
+
+    def embed_passages(self, texts):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
+        try:
+            return self.real.embed_passages(texts)
+        finally:
+            self.seconds += time.perf_counter() - started
+            self.calls.append(len(texts))
+
+    def embed_query(self, text):  # type: ignore[no-untyped-def]
+        return self.real.embed_query(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--embed-context", action="store_true", help="embed context + text")
+    parser.add_argument("--limit", type=int, default=0, help="ask only this many questions")
+    args = parser.parse_args()
+    import psycopg
+
+    database = f"bench_history_{RUN}"
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as pg:
+        pg.execute(f'CREATE DATABASE "{database}"')
+    folder = tempfile.mkdtemp(prefix="bench-history-")
+    try:
+        run(args, database, folder)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        shutil.rmtree(folder, ignore_errors=True)
+        with psycopg.connect(
+            "postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True
+        ) as pg:
+            pg.execute(f'DROP DATABASE IF EXISTS "{database}"')
+
+
+def run(args: argparse.Namespace, database: str, folder: str) -> None:
+    django_setup(
+        migrate=True,
+        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{database}",
+        TRANSCRIPT_STORAGE=folder,
+        ELASTICSEARCH_INDEX_PREFIX=f"bench-history-{RUN}",
+        MILVUS_COLLECTION_PREFIX=f"bench_history_{RUN}",
+        REDIS_KEY_PREFIX=f"bench-history-{RUN}",
+        HISTORY_EMBED_CONTEXT="1" if args.embed_context else "0",
+    )
+    from django.conf import settings
+
+    from memories.history import services as history_services
+    from memories.history.models import HistoryOutbox
+    from memories.history.search import history_search_index
+    from memories.history.selectors import history_search
+    from memories.history.vectors import history_vector_index
+    from memories.ltm.embedder import embedder, query_vector
+    from memories.receivers import extract_after_append
+    from memories.stm import keys
+    from memories.stm.redis_client import redis_connection
+    from profiles.services import tenant_create, tenant_delete
+    from transcripts.services import EventIn, events_append
+    from transcripts.signals import events_appended
+
+    # Only history is measured: extraction is not run, and no drain task is queued (the flag
+    # says one is pending), so the drain below does all the indexing.
+    events_appended.disconnect(extract_after_append)
+    redis_connection().set(keys.history_drain_scheduled(), "1", ex=24 * 3600)
+    conversations = json.loads(LOCOMO.read_text())
+    tenant = tenant_create(slug=f"bench-history-{RUN}", name="History benchmark")
+    history_search_index().ensure()
+    history_vector_index().ensure()
+    try:
+        started = time.perf_counter()
+        appended = 0
+        for conversation in conversations:
+            user = conversation["sample_id"]
+            sessions = conversation["conversation"]
+            for name in session_names(conversation):
+                start = session_start(sessions[f"{name}_date_time"])
+                events = [
+                    EventIn(
+                        role="user" if turn["speaker"] == sessions["speaker_a"] else "assistant",
+                        content=turn_text(turn),
+                        message_id=f"{user}:{turn['dia_id']}",
+                        metadata={"speaker": turn["speaker"]},
+                        occurred_at=start + timedelta(seconds=30 * i),
+                    )
+                    for i, turn in enumerate(sessions[name])
+                ]
+                events_append(
+                    tenant=tenant, session_id=f"{user}-{name}", user_id=user, events=events
+                )
+                appended += len(events)
+        append_seconds = time.perf_counter() - started
+        pending = history_services.history_lag()["pending_events"]
+        print(
+            f"appended {appended} turns of {len(conversations)} conversations in "
+            f"{append_seconds:.1f}s; {pending} events waiting in "
+            f"{HistoryOutbox.objects.count()} outbox rows"
+        )
+
+        timed = TimedEmbedder(embedder())
+        history_services.embedder = lambda: timed  # type: ignore[assignment]
+        started = time.perf_counter()
+        indexed = drains = 0
+        while True:
+            result = history_services.history_outbox_drain()
+            indexed += result.indexed
+            drains += 1
+            if not result.more:
+                break
+        drain_seconds = time.perf_counter() - started
+        print(
+            f"indexed {indexed} entries in {drain_seconds:.1f}s: "
+            f"{appended / drain_seconds:.1f} events/s over {drains} drains "
+            f"(HISTORY_DRAIN_EVENTS={settings.HISTORY_DRAIN_EVENTS}, "
+            f"{len(timed.calls)} embedding calls of <= {settings.HISTORY_EMBED_BATCH}; "
+            f"embedding {100 * timed.seconds / drain_seconds:.0f}% of the time, "
+            f"stores and transcript reads the rest); embedded: "
+            f"{'context + text' if args.embed_context else 'text alone'}"
+        )
+
+        questions = []
+        for conversation in conversations:
+            sessions = conversation["conversation"]
+            known = {t["dia_id"] for n in session_names(conversation) for t in sessions[n]}
+            for qa in conversation["qa"]:
+                evidence = evidence_ids(qa.get("evidence", []), known)
+                if qa["category"] in (1, 2, 3, 4) and evidence:
+                    questions.append((conversation["sample_id"], qa["question"], evidence))
+        if args.limit:
+            questions = questions[: args.limit]
+        vectors, embed_ms = [], []
+        for _, question, _ in questions:
+            began = time.perf_counter()
+            vectors.append(query_vector(question).tolist())
+            embed_ms.append((time.perf_counter() - began) * 1000)
+
+        def measure(mode: str, **overrides: float) -> tuple[dict[str, float], list[float]]:
+            saved = {name: getattr(settings, name) for name in overrides}
+            for name, value in overrides.items():
+                setattr(settings, name, value)
+            scores: dict[str, list[float]] = {
+                **{f"any@{k}": [] for k in KS},
+                **{f"all@{k}": [] for k in KS},
+                "frac@10": [],
+            }
+            latency = []
+            try:
+                for (user, question, evidence), vector in zip(questions, vectors, strict=True):
+                    began = time.perf_counter()
+                    found = history_search(
+                        tenant=tenant,
+                        user_id=user,
+                        query=question,
+                        k=max(KS),
+                        mode=mode,
+                        query_vector=vector,
+                        timeout=10.0,
+                    )
+                    latency.append((time.perf_counter() - began) * 1000)
+                    ranked = [hit.event_id.split(":", 1)[1] for hit in found.hits]
+                    for k in KS:
+                        top = set(ranked[:k])
+                        share = sum(e in top for e in evidence) / len(evidence)
+                        scores[f"any@{k}"].append(share > 0)
+                        scores[f"all@{k}"].append(share == 1)
+                        if k == 10:
+                            scores["frac@10"].append(share)
+            finally:
+                for name, value in saved.items():
+                    setattr(settings, name, value)
+            return {name: 100 * statistics.mean(v) for name, v in scores.items()}, latency
+
+        print(f"{len(questions)} questions of categories 1-4 with evidence")
+        columns = [*(f"any@{k}" for k in KS), *(f"all@{k}" for k in KS), "frac@10"]
+        print(f"{'search':<42}" + "".join(f"{c:>9}" for c in columns) + "   p50 ms   p95 ms")
+        runs: list[tuple[str, str, dict[str, float]]] = [
+            ("lexical, context weight 0", "lexical", {"HISTORY_CONTEXT_WEIGHT": 0.0}),
+            ("lexical, context weight 0.3", "lexical", {"HISTORY_CONTEXT_WEIGHT": 0.3}),
+            ("lexical, context weight 0.6", "lexical", {"HISTORY_CONTEXT_WEIGHT": 0.6}),
+            ("vector", "vector", {}),
+            ("hybrid (default settings)", "hybrid", {}),
+            ("hybrid, lexical 1.0 / vector 0.7", "hybrid", {"HISTORY_VECTOR_WEIGHT": 0.7}),
+            ("hybrid, RRF k 20", "hybrid", {"HISTORY_RRF_K": 20}),
+        ]
+        if args.embed_context:  # lexical search does not depend on what was embedded
+            runs = [run for run in runs if run[1] != "lexical"]
+        for label, mode, overrides in runs:
+            figures, latency = measure(mode, **overrides)
+            cells = "".join(f"{figures[c]:9.1f}" for c in columns)
+            p50, p95 = statistics.median(latency), percentile(latency, 0.95)
+            print(f"{label:<42}{cells}  {p50:7.1f}  {p95:7.1f}")
+        print(
+            f"query embedding (once per question, Redis-cached after): p50 "
+            f"{statistics.median(embed_ms):.1f} ms, p95 {percentile(embed_ms, 0.95):.1f} ms"
+        )
+        print(
+            f"settings: context turns {settings.HISTORY_CONTEXT_TURNS}, context weight "
+            f"{settings.HISTORY_CONTEXT_WEIGHT}, RRF k {settings.HISTORY_RRF_K}, weights "
+            f"lexical {settings.HISTORY_LEXICAL_WEIGHT} / vector {settings.HISTORY_VECTOR_WEIGHT}"
+        )
+        print("raw-turn baselines (README): BM25 any@10 62.6, e5-small 60.7, RRF 68.3")
+    finally:
+        history_search_index().drop()
+        history_vector_index().drop()
+        tenant_delete(tenant=tenant)
+        clear_prefix_keys()
+
+
+if __name__ == "__main__":
+    main()

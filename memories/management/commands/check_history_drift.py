@@ -1,0 +1,37 @@
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from memories.history.services import history_drift
+from memoryproject.errors import StoreUnavailable
+from profiles.models import Tenant
+
+
+class Command(BaseCommand):
+    help = "Report (and with --repair fix) history entries that the transcript segments call "
+    help += "for but Elasticsearch or Milvus lack, or that they hold without a live event."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--tenant", help="only this tenant (slug)")
+        parser.add_argument("--repair", action="store_true", help="index or remove what differs")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        tenant = None
+        if options["tenant"]:
+            tenant = Tenant.objects.filter(slug=options["tenant"]).first()
+            if tenant is None:
+                raise CommandError(f"No tenant {options['tenant']!r}.")
+        try:
+            report = history_drift(tenant=tenant, repair=options["repair"])
+        except StoreUnavailable as exc:
+            raise CommandError(str(exc)) from exc
+        for kind in ("missing", "extra"):
+            for index, ids in getattr(report, kind).items():
+                for entry_id in ids:
+                    self.stdout.write(f"{kind:8} {index:14} {entry_id}")
+        if report.clean:
+            self.stdout.write("no drift")
+        elif options["repair"]:
+            self.stdout.write("repaired")
+        else:
+            raise CommandError("drift found; run with --repair to fix it")

@@ -1,0 +1,43 @@
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from memories.history.services import history_reindex
+from memoryproject.errors import StoreUnavailable
+from profiles.models import Tenant
+
+
+class Command(BaseCommand):
+    help = "Rebuild the episodic history indexes (Elasticsearch and Milvus) from the transcript "
+    help += "segments; safe to rerun. A tenant with history switched off has its entries removed."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--tenant", help="only this tenant (slug)")
+        parser.add_argument("--batch-size", type=int, default=256, help="entries per embedding")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        tenant = None
+        if options["tenant"]:
+            tenant = Tenant.objects.filter(slug=options["tenant"]).first()
+            if tenant is None:
+                raise CommandError(f"No tenant {options['tenant']!r}.")
+
+        def progress(done: int, total: int) -> None:
+            width = 30
+            filled = width * done // max(total, 1)
+            bar = "#" * filled + "." * (width - filled)
+            self.stdout.write(f"\r[{bar}] {done}/{total} events", ending="")
+            self.stdout.flush()
+
+        try:
+            result = history_reindex(
+                tenant=tenant, batch_size=max(options["batch_size"], 1), progress=progress
+            )
+        except StoreUnavailable as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(
+            f"\nreindexed {result.entries} history entries from {result.events} events of "
+            f"{result.sessions} sessions; removed {result.removed}"
+        )
+        for slug in result.switched_off:
+            self.stdout.write(f"history is switched off for {slug}: its entries were removed")
