@@ -201,13 +201,13 @@ class RecallPolicy(models.Model):
     # RRF: weight / (k + rank)), the relevance floor and the time boost; defaults measured on
     # the LoCoMo development split (docs/recall.md).
     fusion_lexical_weight = models.FloatField(
-        default=1.0, validators=[MinValueValidator(0.0)], help_text="RRF weight of BM25 ranks."
+        default=1.25, validators=[MinValueValidator(0.0)], help_text="RRF weight of BM25 ranks."
     )
     fusion_vector_weight = models.FloatField(
         default=1.0, validators=[MinValueValidator(0.0)], help_text="RRF weight of vector ranks."
     )
     fusion_rrf_k = models.PositiveIntegerField(
-        default=60, validators=[MinValueValidator(1)], help_text="k in weight / (k + rank)."
+        default=5, validators=[MinValueValidator(1)], help_text="k in weight / (k + rank)."
     )
     relevance_floor = models.FloatField(
         default=0.34,
@@ -216,7 +216,7 @@ class RecallPolicy(models.Model):
         "a name) for the query to reach long-term memory and history by itself.",
     )
     time_boost = models.FloatField(
-        default=1.0,
+        default=0.5,
         validators=[MinValueValidator(0.0)],
         help_text="Memories inside a time window the query names weigh (1 + this) times "
         "more, those outside it as much less.",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from memories.recall.branches import Fusion, MemorySearch, card_text
+from memories.recall.branches import FusedHit, Fusion, MemorySearch, card_text
 from memories.recall.history import history_candidate
 from memories.recall.pool import MemoryCandidate, ltm_candidate
 from memories.recall.query_profile import QueryProfile
@@ -29,13 +29,24 @@ from profiles.models import Tenant
 # Defaults of the recall policy's fusion, floor and time fields (a cached tenant document
 # written before they existed lacks them).
 POLICY_DEFAULTS: dict[str, Any] = {
-    "fusion_lexical_weight": 1.0,
+    "fusion_lexical_weight": 1.25,
     "fusion_vector_weight": 1.0,
-    "fusion_rrf_k": 60,
+    "fusion_rrf_k": 5,
     "relevance_floor": 0.34,
-    "time_boost": 1.0,
+    "time_boost": 0.5,
     "history_depth": 30,
 }
+
+
+# A hit only the vector branch found must be at least this close to the branch's best (the
+# vector branch always answers, even for a query nothing in memory is about).
+VECTOR_ONLY_RATIO = 0.9
+
+
+# A hit only the vector branch found must be at least this close to the branch's best (the
+# vector branch always answers, even for a query nothing in memory is about). Its score is a
+# cosine for cards; history scales its branch's best to 1.
+VECTOR_ONLY_RATIO = 0.9
 
 
 def policy_value(policy: dict[str, Any], name: str) -> Any:
@@ -153,19 +164,25 @@ def memory_candidates(
     timings.update(found.timings_ms)
     left_out: list[tuple[str, str, str]] = []
     strict = bool(profile.content_terms) and not profile.memory_holds
+    best = {
+        "ltm": max((f.similarity for f in found.ltm), default=0.0),
+        "history": max((f.similarity for f in found.history), default=0.0),
+    }
 
-    def keep(source: str, key: str, ranks: dict[str, int]) -> bool:
-        if strict and not any(branch.endswith("lexical") for branch in ranks):
-            left_out.append((key, source, "vector-only match; the memory holds none of the query"))
-            return False
-        return True
+    def keep(source: str, fused: FusedHit) -> bool:
+        if any(branch.endswith("lexical") for branch in fused.ranks):
+            return True
+        if strict:
+            why = "vector-only match; the memory holds none of the query"
+        elif fused.similarity < VECTOR_ONLY_RATIO * best[source]:
+            why = f"vector-only match far from the best ({fused.similarity:.2f})"
+        else:
+            return True
+        left_out.append((fused.key, source, why))
+        return False
 
-    ltm = [ltm_candidate(f.hit) for f in found.ltm[: asking.depth] if keep("ltm", f.key, f.ranks)]
-    history = [
-        history_candidate(f)
-        for f in found.history[: asking.depth]
-        if keep("history", f.key, f.ranks)
-    ]
+    ltm = [ltm_candidate(f.hit) for f in found.ltm[: asking.depth] if keep("ltm", f)]
+    history = [history_candidate(f) for f in found.history[: asking.depth] if keep("history", f)]
     return ltm, history, left_out
 
 

@@ -51,6 +51,7 @@ class FusedHit:
     score: float
     ranks: dict[str, int]
     hit: Any  # LtmHit or HistoryHit
+    similarity: float = 0.0  # the vector branch's own score (0 when it did not find it)
 
 
 @dataclass
@@ -70,6 +71,11 @@ def fuse(branches: dict[str, list[tuple[str, Any]]], fusion: Fusion) -> list[Fus
             entry = fused.setdefault(key, FusedHit(key=key, score=0.0, ranks={}, hit=hit))
             entry.score += weight / (fusion.rrf_k + rank)
             entry.ranks[name] = rank
+            if name.endswith("vector"):
+                own = getattr(hit, "vector_score", None)
+                entry.similarity = max(
+                    entry.similarity, float(own if own is not None else hit.score)
+                )
     return sorted(fused.values(), key=lambda h: (-h.score, h.key))
 
 
@@ -261,6 +267,7 @@ def _with_ranks(fused: FusedHit) -> FusedHit:
         score=fused.score,
         lexical_rank=fused.ranks.get("lexical"),
         vector_rank=fused.ranks.get("vector"),
+        vector_score=fused.similarity or None,
         card=hit.card,
     )
     return fused

@@ -243,14 +243,16 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     pooled, dropped = apply_authority(pooled, authoritative=blocks.authoritative)
     trace.dropped.extend(dropped)
     rescore(pooled, weights=_weights(policy), now=now_seconds())
-    weak = [c for c in pooled if c.relevance < policy["min_relevance"]]
+    # Long-term and history hits passed the relevance floor and are ranked by their fusion
+    # (rank-based: its ratios say nothing of strength); min_relevance judges short-term items.
+    weak = [c for c in pooled if c.source == "redis" and c.relevance < policy["min_relevance"]]
     for candidate in weak:
         trace.dropped.append(
             Dropped(
                 candidate.memory_id, candidate.source, f"weak match ({candidate.relevance:.2f})"
             )
         )
-    pooled = [c for c in pooled if c.relevance >= policy["min_relevance"]]
+    pooled = [c for c in pooled if c not in weak]
     for candidate in pooled[k:]:
         trace.dropped.append(Dropped(candidate.memory_id, candidate.source, f"below top {k}"))
     chosen = pooled[:k]

@@ -512,11 +512,11 @@ def recall_policy_form(tenant_pk: int, **changes) -> dict:
         "redis_sufficient_count": 2,
         "session_recent_minutes": 30,
         "history_enabled": "on",
-        "fusion_lexical_weight": 1.0,
+        "fusion_lexical_weight": 1.25,
         "fusion_vector_weight": 1.0,
-        "fusion_rrf_k": 60,
-        "relevance_floor": 0.5,
-        "time_boost": 1.0,
+        "fusion_rrf_k": 5,
+        "relevance_floor": 0.34,
+        "time_boost": 0.5,
         "history_depth": 30,
     }
     form.update(changes)
