@@ -1,8 +1,8 @@
 """Asking long-term memory and history within one recall: start, decide, collect.
 
 1. `start_asking` (right after the first routing): the query's content terms and time window go
-   into the query profile; the lexical branches start for every query with content terms, the
-   vector branches at once when the rules already route a layer.
+   into the query profile; every branch starts for a query with content terms (or one a rule
+   routes), the time-window branches too when the window is an explicit date.
 2. `settle_route` (after Layer 2): the best coverage of the content terms among the lexical hits
    decides whether the user's memory holds the query (the relevance floor); routing is decided
    again with that, and a relative time window is re-anchored at the newest memory found when
@@ -104,8 +104,13 @@ def start_asking(
         history=history_on,
     )
     search.start_lexical()
-    if decided.ltm or decided.history:
-        search.start_vector(ltm=decided.ltm, history=decided.history)
+    # The vector branches start at once too, before the lexical answer says whether they are
+    # needed: waiting for it would put both on the critical path of every question about the
+    # past (an unrelated query wastes one embedding and two nearest-neighbour searches).
+    search.start_vector(ltm=True, history=True)
+    window = time_query.window
+    if window is not None and not window.relative:
+        search.start_window(window)  # explicit dates never move
     return Asking(search=search, time_query=time_query, floor=floor, depth=depth)
 
 
@@ -137,7 +142,8 @@ def settle_route(
     if search is not None and (decided.ltm or decided.history):
         search.start_lexical()
         search.start_vector(ltm=decided.ltm, history=decided.history)
-        if asking.time_query.window is not None and decided.history:
+        window = asking.time_query.window
+        if window is not None and window.relative and decided.history:
             asking.time_query = reanchor(asking.time_query, newest=newest)
             profile.time = asking.time_query.as_dict()
             if asking.time_query.window is not None:

@@ -26,7 +26,10 @@ from memories.recall.timefilter import TimeWindow
 from memoryproject.errors import StoreUnavailable
 from profiles.models import Tenant
 
-_pool = ThreadPoolExecutor(max_workers=24, thread_name_prefix="recall-search")
+# One recall runs at most seven of these at once (embedding, two long-term, four history
+# branches). Each thread may hold a database connection of its own (history reads its tenant
+# switch), so the pool stays small.
+_pool = ThreadPoolExecutor(max_workers=12, thread_name_prefix="recall-search")
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ POLICY_FIELDS = (
     "relevance_floor",
     "time_boost",
     "history_depth",
+    "history_enabled",
 )
 
 

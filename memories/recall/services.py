@@ -180,7 +180,7 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         decided=decided,
         policy=policy,
         forced_layers=request.layers,
-        has_history=owner is not None,
+        has_history=owner is not None and bool(policy.get("history_enabled", True)),
     )
     if decided.postgres and user_cached.fresh:
         # The user's exact values were asked for: read them from PostgreSQL, not the cache.
