@@ -533,8 +533,14 @@ def main() -> None:
     parser.add_argument(
         "--reuse", action="store_true", help="ask again what BENCH_E2E_RUN's kept run loaded"
     )
+    parser.add_argument(
+        "--remove", action="store_true", help="remove what BENCH_E2E_RUN's kept run wrote"
+    )
     args = parser.parse_args()
     django_setup(migrate=True, **settings_env())
+    if args.remove:
+        remove_everything()
+        return
     from memories.models import RecallPolicy
     from memories.services import stores_ensure
     from profiles.models import Tenant
