@@ -19,10 +19,10 @@ from django.conf import settings
 
 from memories.history.documents import HistoryMatch, HistoryScope
 from memories.history.search import history_search_index
-from memories.history.services import history_enabled
 from memories.history.vectors import history_vector_index
 from memories.ltm.embedder import query_vector as embed_query
 from memories.ltm.text import bm25_text
+from memories.models import RecallPolicy
 from memoryproject.errors import Invalid, StoreUnavailable
 from profiles.models import Tenant
 
@@ -53,6 +53,16 @@ class HistorySearchResult:
     hits: list[HistoryHit]
     degraded: list[str]  # e.g. ["history.vector"] when a branch failed or timed out
     latency_ms: dict[str, float]  # per branch and store: history.lexical / .vector / .embed
+
+
+def history_enabled(*, tenant_id: int) -> bool:
+    """Whether the tenant indexes and searches history (its recall policy; on by default)."""
+    flag = (
+        RecallPolicy.objects.filter(tenant_id=tenant_id)
+        .values_list("history_enabled", flat=True)
+        .first()
+    )
+    return True if flag is None else bool(flag)
 
 
 def _aware(moment: datetime | None) -> datetime | None:

@@ -29,6 +29,7 @@ from django.utils import timezone
 from memories.history.documents import HistoryDocument, entry_id_for
 from memories.history.models import HistoryCursor, HistoryOutbox
 from memories.history.search import history_search_index
+from memories.history.selectors import history_enabled
 from memories.history.vectors import history_vector_index
 from memories.ltm.embedder import embedder
 from memories.ltm.text import bm25_text
@@ -43,19 +44,6 @@ logger = logging.getLogger(__name__)
 INDEXED_ROLES = frozenset({"user", "assistant", "tool"})
 CONTEXT_TURN_CHARS = 300
 _SPACES = re.compile(r"\s+")
-
-
-# --- the tenant switch ---------------------------------------------------------------------
-def history_enabled(*, tenant_id: int) -> bool:
-    """Whether the tenant indexes and searches history (its recall policy; on by default)."""
-    from memories.models import RecallPolicy
-
-    flag = (
-        RecallPolicy.objects.filter(tenant_id=tenant_id)
-        .values_list("history_enabled", flat=True)
-        .first()
-    )
-    return True if flag is None else bool(flag)
 
 
 # --- entries ---------------------------------------------------------------------------------

@@ -473,3 +473,30 @@ def test_lag_is_visible_in_readyz_and_the_admin(
     assert page.status_code == 200
     text = page.content.decode()
     assert "History index lag: 2 events in 1 rows" in text and "s-lag" in text
+    # the tenant switch is a field of the recall policy's admin form
+    form = client.get(reverse("admin:memories_recallpolicy_add")).content.decode()
+    assert 'name="history_enabled"' in form
+
+
+def test_the_beat_job_catches_up_on_a_missed_append(
+    tenant, owner, django_capture_on_commit_callbacks
+) -> None:
+    redis_connection().set(keys.history_drain_scheduled(), "1", ex=60)
+    append(
+        owner,
+        "s-missed",
+        "u_1",
+        [{"id": "c-1", "role": "user", "content": "The quarterly audit is in Porto"}],
+        django_capture_on_commit_callbacks,
+    )
+    HistoryOutbox.objects.all().delete()  # as if the process died before recording the row
+    Session.objects.filter(external_id="s-missed").update(
+        last_event_at=timezone.now() - timedelta(minutes=5)
+    )
+
+    history_outbox_drain_task.delay(catch_up=True)
+
+    [hit] = history_search(tenant=tenant, user_id="u_1", query="audit Porto").hits
+    assert hit.event_id == "c-1"
+    assert HistoryCursor.objects.get(session__external_id="s-missed").indexed_seq == 1
+    assert history_services.history_catch_up() == 0  # nothing left behind
