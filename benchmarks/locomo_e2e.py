@@ -44,7 +44,9 @@ from typing import Any
 
 from _setup import LOCOMO, ROOT, clear_prefix_keys, django_setup
 
-RUN = uuid.uuid4().hex[:8]
+# A run's data lives under prefixes of its own; BENCH_E2E_RUN names an earlier run kept with
+# --keep, to ask its questions again without loading (--reuse).
+RUN = os.environ.get("BENCH_E2E_RUN") or uuid.uuid4().hex[:8]
 MODES = ("pipeline", "cards")
 KS = (5, 10)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -286,6 +288,7 @@ def worker_idle() -> bool:
     from django.conf import settings
     from django.db.models import F
 
+    from memories.history.models import HistoryOutbox
     from memories.models import LtmOutbox
     from transcripts.models import Session
 
@@ -300,6 +303,9 @@ def worker_idle() -> bool:
         .count()
     )
     outbox = LtmOutbox.objects.filter(card__tenant__slug__startswith=f"bench-e2e-{RUN}").count()
+    outbox += HistoryOutbox.objects.filter(
+        session__tenant__slug__startswith=f"bench-e2e-{RUN}"
+    ).count()
     return queued == 0 and in_flight == 0 and lagging == 0 and outbox == 0
 
 
@@ -404,6 +410,7 @@ def evaluate(api: Api, conversations: list[dict], limit: int) -> dict[str, Any]:
     latency: list[float] = []
     timing_totals: dict[str, float] = defaultdict(float)
     sources: Counter[str] = Counter()
+    answers: list[dict[str, Any]] = []
     asked = 0
     for conversation in conversations:
         user = conversation["sample_id"]
@@ -430,6 +437,25 @@ def evaluate(api: Api, conversations: list[dict], limit: int) -> dict[str, Any]:
                 sources[item["source"]] += 1
             # Positions count items, not dia_ids: an item citing three turns uses one slot.
             by_item = [recalled_dia_ids(item) for item in data["items"]]
+            answers.append(
+                {
+                    "user": user,
+                    "question": qa["question"],
+                    "category": qa["category"],
+                    "evidence": evidence,
+                    "recalled": by_item,
+                    "items": [
+                        {k: item[k] for k in ("source", "relevance", "score", "text")}
+                        for item in data["items"]
+                    ],
+                    "routing": data["explain"]["routing"],
+                    "profile": {
+                        k: data["explain"]["query_profile"].get(k)
+                        for k in ("content_terms", "holding_share", "held_terms", "time")
+                    },
+                    "latency_ms": elapsed,
+                }
+            )
             for k in KS:
                 top = {dia for ids in by_item[:k] for dia in ids}
                 share = sum(e in top for e in evidence) / len(evidence)
@@ -445,6 +471,7 @@ def evaluate(api: Api, conversations: list[dict], limit: int) -> dict[str, Any]:
         "latency": latency,
         "timing": timing_totals,
         "sources": sources,
+        "answers": answers,
     }
 
 
@@ -494,13 +521,30 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="ask at most this many questions")
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--no-unrelated", action="store_true")
+    parser.add_argument(
+        "--policies",
+        default="",
+        help="JSON list of recall-policy field values; the questions are asked once under each "
+        "(the tenant's recall policy is set before each pass), the unrelated queries under the "
+        "last; for tuning fusion, floor and time boost on this split",
+    )
+    parser.add_argument("--dump", default="", help="write every answer of the last pass here")
+    parser.add_argument("--keep", action="store_true", help="keep what was written")
+    parser.add_argument(
+        "--reuse", action="store_true", help="ask again what BENCH_E2E_RUN's kept run loaded"
+    )
+    parser.add_argument(
+        "--remove", action="store_true", help="remove what BENCH_E2E_RUN's kept run wrote"
+    )
     args = parser.parse_args()
     django_setup(migrate=True, **settings_env())
-    from memories.ltm.search import card_search_index
-    from memories.ltm.vectors import vector_index
+    if args.remove:
+        remove_everything()
+        return
+    from memories.models import RecallPolicy
     from memories.services import stores_ensure
     from profiles.models import Tenant
-    from profiles.services import api_key_create, tenant_create, tenant_delete
+    from profiles.services import api_key_create, tenant_create
 
     conversations = json.loads(LOCOMO.read_text())
     stores_ensure()
@@ -509,20 +553,33 @@ def main() -> None:
     print(f"run {RUN}: service on port {port}, one worker")
     try:
         for mode in MODES if args.mode == "both" else (args.mode,):
-            tenant = tenant_create(slug=f"bench-e2e-{RUN}-{mode}", name=f"LoCoMo e2e {mode}")
+            slug = f"bench-e2e-{RUN}-{mode}"
+            if args.reuse:
+                tenant = Tenant.objects.get(slug=slug)
+            else:
+                tenant = tenant_create(slug=slug, name=f"LoCoMo e2e {mode}")
             _, secret = api_key_create(
                 tenant=tenant, name="benchmark", scopes=["read", "write", "admin"]
             )
             api = Api(port, secret)
             began = time.perf_counter()
-            if mode == "pipeline":
+            if args.reuse:
+                made = "loaded by an earlier run"
+            elif mode == "pipeline":
                 made = f"{load_pipeline(api, conversations)} events appended"
             else:
                 made = f"{load_cards(api, conversations)} cards imported"
             made += f" in {time.perf_counter() - began:.0f}s"
             lag = wait_for_worker(limit_seconds=1800)
-            result = evaluate(api, conversations, args.limit)
-            report(mode, result, lag, made)
+            for policy in json.loads(args.policies) if args.policies else [{}]:
+                if policy:
+                    RecallPolicy.objects.update_or_create(tenant=tenant, defaults=policy)
+                    print(f"\nrecall policy: {json.dumps(policy)}")
+                result = evaluate(api, conversations, args.limit)
+                report(mode, result, lag, made)
+            if args.dump:
+                with open(f"{args.dump}.{mode}.json", "w") as out:
+                    json.dump(result["answers"], out)
             if not args.no_unrelated:
                 empty, total, leaked = unrelated(api, conversations)
                 print(
@@ -532,12 +589,31 @@ def main() -> None:
                 )
     finally:
         stop(processes)
-        for index in (card_search_index(), vector_index()):
-            index.drop()
-        for tenant in Tenant.objects.filter(slug__startswith=f"bench-e2e-{RUN}"):
-            tenant_delete(tenant=tenant)
-        clear_prefix_keys()
-        print("removed everything written")
+        if args.keep:
+            print(f"kept everything written: BENCH_E2E_RUN={RUN} ... --reuse asks again")
+        else:
+            remove_everything()
+
+
+def remove_everything() -> None:
+    from memories.history.search import history_search_index
+    from memories.history.vectors import history_vector_index
+    from memories.ltm.search import card_search_index
+    from memories.ltm.vectors import vector_index
+    from profiles.models import Tenant
+    from profiles.services import tenant_delete
+
+    for index in (
+        card_search_index(),
+        vector_index(),
+        history_search_index(),
+        history_vector_index(),
+    ):
+        index.drop()
+    for tenant in Tenant.objects.filter(slug__startswith=f"bench-e2e-{RUN}"):
+        tenant_delete(tenant=tenant)
+    clear_prefix_keys()
+    print("removed everything written")
 
 
 if __name__ == "__main__":

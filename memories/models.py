@@ -197,6 +197,35 @@ class RecallPolicy(models.Model):
             "and history search finds nothing (`reindex_history` removes what was indexed)."
         ),
     )
+    # Fusion of the lexical and vector branches of long-term memory and history (weighted
+    # RRF: weight / (k + rank)), the relevance floor and the time boost; defaults measured on
+    # the LoCoMo development split (docs/recall.md).
+    fusion_lexical_weight = models.FloatField(
+        default=1.25, validators=[MinValueValidator(0.0)], help_text="RRF weight of BM25 ranks."
+    )
+    fusion_vector_weight = models.FloatField(
+        default=1.0, validators=[MinValueValidator(0.0)], help_text="RRF weight of vector ranks."
+    )
+    fusion_rrf_k = models.PositiveIntegerField(
+        default=5, validators=[MinValueValidator(1)], help_text="k in weight / (k + rank)."
+    )
+    relevance_floor = models.FloatField(
+        default=0.34,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Share of a query's content terms one memory must hold (and two of them, or "
+        "a name) for the query to reach long-term memory and history by itself.",
+    )
+    time_boost = models.FloatField(
+        default=0.5,
+        validators=[MinValueValidator(0.0)],
+        help_text="Memories inside a time window the query names weigh (1 + this) times "
+        "more, those outside it as much less.",
+    )
+    history_depth = models.PositiveIntegerField(
+        default=30,
+        validators=[MinValueValidator(1), MaxValueValidator(100)],
+        help_text="Hits each branch of long-term memory and history contributes to the pool.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
-from memories.ltm.embedder import query_vector
+from memories.ltm.embedder import query_vector as embed_query
 from memories.ltm.scope import Hit, Scope
 from memories.ltm.search import card_search_index
 from memories.ltm.text import bm25_text
@@ -87,10 +87,12 @@ def ltm_search(
     memory_types: Sequence[str] = (),
     statuses: Sequence[str] = ("active",),
     top_n: int = 50,
+    query_vector: Sequence[float] | None = None,
 ) -> LtmSearchResult:
     """Search the tenant's cards; hybrid fuses both branches by Reciprocal Rank Fusion.
 
-    With `user_id`, that user's cards and the shared ones (no user) are searched. If one
+    With `user_id`, that user's cards and the shared ones (no user) are searched;
+    `query_vector` is the query's embedding when the caller has it already. If one
     branch fails or exceeds LTM_BRANCH_TIMEOUT_SECONDS the other answers and the result is
     `degraded`; if every branch asked fails, StoreUnavailable.
     """
@@ -116,7 +118,11 @@ def ltm_search(
     if mode in ("vector", "hybrid"):
 
         def nearest() -> list[Hit]:
-            vector = _timed(timings, "embed", lambda: query_vector(query).tolist())()
+            vector = (
+                list(query_vector)
+                if query_vector is not None
+                else _timed(timings, "embed", lambda: embed_query(query).tolist())()
+            )
             return _timed(
                 timings,
                 "vector",

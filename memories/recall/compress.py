@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from memories.recall.context import ContextBlocks
@@ -19,6 +20,9 @@ LABELS = {
         "profile": "用户/环境画像：",
         "stm": "当前任务短期记忆：",
         "ltm": "相关长期经验：",
+        "history": "相关历史对话：",
+        "constraint": "约束",
+        "preference": "偏好",
         "language": "语言",
         "answer_style": "回答风格",
         "timezone": "时区",
@@ -34,6 +38,9 @@ LABELS = {
         "profile": "User / environment profile:",
         "stm": "Current task short-term memory:",
         "ltm": "Related long-term experience:",
+        "history": "From earlier conversations:",
+        "constraint": "Constraint",
+        "preference": "Preference",
         "language": "Language",
         "answer_style": "Answer style",
         "timezone": "Time zone",
@@ -90,18 +97,22 @@ def fit_and_render(
 
     # Every token lies within one line, so a text's estimate is the sum of its lines': cost
     # each line once instead of re-counting the whole text after every change.
-    full_cost = {c.memory_id: estimate_tokens(f"- {_one_line(c.text)}") for c in items}
+    full_cost = {c.memory_id: estimate_tokens(f"- {_line(c, c.text)}") for c in items}
     short_cost: dict[str, int] = {}  # filled as items are shortened
     block_cost = [estimate_tokens(line) for line, _ in block_lines]
-    header_cost = {name: estimate_tokens(labels[name]) for name in ("profile", "stm", "ltm")}
+    header_cost = {
+        name: estimate_tokens(labels[name]) for name in ("profile", "stm", "ltm", "history")
+    }
     task_cost = estimate_tokens(f"- {labels['task']}: {task_id}") if task_id else 0
 
     def total() -> int:
         cost = sum(block_cost) + (header_cost["profile"] if block_cost else 0)
         if any(c.source == "redis" for c in items):
             cost += header_cost["stm"] + task_cost
-        if any(c.source != "redis" for c in items):
+        if any(c.source == "ltm" for c in items):
             cost += header_cost["ltm"]
+        if any(c.source == "history" for c in items):
+            cost += header_cost["history"]
         return cost + sum(
             short_cost[c.memory_id] if c.memory_id in short else full_cost[c.memory_id]
             for c in items
@@ -113,7 +124,9 @@ def fit_and_render(
             break
         if candidate.summary != candidate.text:
             short.add(candidate.memory_id)
-            short_cost[candidate.memory_id] = estimate_tokens(f"- {_one_line(candidate.summary)}")
+            short_cost[candidate.memory_id] = estimate_tokens(
+                f"- {_line(candidate, candidate.summary)}"
+            )
     while items and total() > budget_tokens:
         dropped.append(items.pop().memory_id)
     while total() > budget_tokens and any(optional for _, optional in block_lines):
@@ -149,6 +162,10 @@ def _block_lines(blocks: ContextBlocks, labels: dict[str, str]) -> list[tuple[st
     for fact in blocks.constraints.get("facts", []):
         if fact["key"] not in shown:
             lines.append((f"- {fact['key']}: {_value(fact['value'])}", True))
+    # The user's live short-term rules: constraints stay, preferences may go for budget.
+    for rule in blocks.constraints.get("standing", []):
+        kind = rule["memory_type"]
+        lines.append((f"- {labels[kind]}: {_one_line(rule['text'])}", kind != "constraint"))
     return lines
 
 
@@ -163,18 +180,27 @@ def _render(
     if block_lines:
         sections.append("\n".join([labels["profile"], *(line for line, _ in block_lines)]))
     stm = [c for c in items if c.source == "redis"]
-    ltm = [c for c in items if c.source != "redis"]
     if stm:
         head = [f"- {labels['task']}: {task_id}"] if task_id else []
         body = [f"- {_item_text(c, short)}" for c in stm]
         sections.append("\n".join([labels["stm"], *head, *body]))
-    if ltm:
-        sections.append("\n".join([labels["ltm"], *(f"- {_item_text(c, short)}" for c in ltm)]))
+    for source in ("ltm", "history"):
+        lines = [f"- {_item_text(c, short)}" for c in items if c.source == source]
+        if lines:
+            sections.append("\n".join([labels[source], *lines]))
     return "\n\n".join(sections)
 
 
 def _item_text(candidate: MemoryCandidate, short: set[str]) -> str:
-    return _one_line(candidate.summary if candidate.memory_id in short else candidate.text)
+    return _line(candidate, candidate.summary if candidate.memory_id in short else candidate.text)
+
+
+def _line(candidate: MemoryCandidate, text: str) -> str:
+    """One memory on one line; long-term memories and history lead with their event date."""
+    if candidate.source != "redis" and candidate.occurred_at:
+        day = datetime.fromtimestamp(candidate.occurred_at, tz=UTC).date().isoformat()
+        return f"[{day}] {_one_line(text)}"
+    return _one_line(text)
 
 
 def _one_line(text: str) -> str:

@@ -43,6 +43,13 @@ POLICY_FIELDS = (
     "default_budget_tokens",
     "redis_sufficient_count",
     "session_recent_minutes",
+    "fusion_lexical_weight",
+    "fusion_vector_weight",
+    "fusion_rrf_k",
+    "relevance_floor",
+    "time_boost",
+    "history_depth",
+    "history_enabled",
 )
 
 

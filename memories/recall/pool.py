@@ -20,6 +20,7 @@ from profiles.domains import AUTHORITATIVE_DOMAINS
 SOURCE_PRIORITY = {"redis": 100, "ltm": 50, "history": 10}
 REDIS_DOMAINS = ("task_state", "session_state", "current_decision")
 NEAR_DUPLICATE_SIMILARITY = 0.9
+HISTORY_CONTAINMENT = 0.8  # share of a memory's trigrams a history text holds to say the same
 CARD_TEXT_CHARS = 600  # a card's text in the injection before any shortening
 
 # Short-term memory types map onto the design's Redis-owned domains.
@@ -63,6 +64,7 @@ class MemoryCandidate:
     confidence: float
     updated_at: float
     raw_relevance: float
+    occurred_at: float = 0.0  # the event time of what it remembers (0: unknown)
     provenance: dict[str, Any] = field(default_factory=dict)
     derived_from: list[str] = field(default_factory=list)  # short-term ids a card came from
     weight: float = 1.0  # a card's forgetting weight; short-term items keep 1
@@ -129,6 +131,7 @@ def stm_candidate(
         confidence=item.confidence,
         updated_at=item.updated_at,
         raw_relevance=raw,
+        occurred_at=item.created_at,
         provenance={
             "message_ids": item.message_ids,
             "tool_call_ids": list(item.source.get("tool_call_ids", [])),
@@ -164,6 +167,7 @@ def ltm_candidate(hit: LtmHit) -> MemoryCandidate:
         confidence=float(card.get("confidence", 0.8)),
         updated_at=_timestamp(card.get("updated_at")),
         raw_relevance=hit.score,
+        occurred_at=_timestamp(card.get("occurred_at") or card.get("created_at")),
         provenance={
             "source_refs": refs,
             "lexical_rank": hit.lexical_rank,
@@ -186,10 +190,17 @@ def deduplicate(
     by_fingerprint: dict[str, MemoryCandidate] = {}
     by_id: dict[str, MemoryCandidate] = {}
     seen_texts: list[tuple[str, MemoryCandidate]] = []  # normalised core text of each kept
+    by_event: dict[str, MemoryCandidate] = {}  # transcript event ids a kept memory came from
     for candidate in ordered:
-        twin, why = None, ""
         normal = normalise_fact(candidate.core)
-        if candidate.canonical_fact_key and candidate.canonical_fact_key in by_key:
+        twin, why = (
+            _same_as_memory(candidate, normal, by_event, seen_texts)
+            if candidate.source == "history"
+            else (None, "")
+        )
+        if twin is not None:
+            pass  # a history hit saying what a short-term item or a card says
+        elif candidate.canonical_fact_key and candidate.canonical_fact_key in by_key:
             twin, why = by_key[candidate.canonical_fact_key], "canonical_fact_key"
         elif candidate.fingerprint in by_fingerprint:
             twin, why = by_fingerprint[candidate.fingerprint], "fingerprint"
@@ -209,10 +220,48 @@ def deduplicate(
         kept.append(candidate)
         by_id[candidate.memory_id] = candidate
         by_fingerprint[candidate.fingerprint] = candidate
+        if candidate.source != "history":
+            for event_id in _event_ids(candidate):
+                by_event.setdefault(event_id, candidate)
         if candidate.canonical_fact_key:
             by_key[candidate.canonical_fact_key] = candidate
         seen_texts.append((normal, candidate))
     return kept, dropped
+
+
+def _event_ids(candidate: MemoryCandidate) -> list[str]:
+    """Transcript event ids a short-term item or card names as its source."""
+    ids = [str(i) for i in candidate.provenance.get("message_ids", []) or []]
+    for ref in candidate.provenance.get("source_refs", []) or []:
+        kind, _, value = str(ref).partition(":")
+        if kind in ("message_ids", "event_ids") and value:
+            ids.append(value)
+    return ids
+
+
+def _same_as_memory(
+    candidate: MemoryCandidate,
+    normal: str,
+    by_event: dict[str, MemoryCandidate],
+    kept: list[tuple[str, MemoryCandidate]],
+) -> tuple[MemoryCandidate | None, str]:
+    """The short-term item or card a history hit says the same as: one made from the same
+    event, or one whose words the event's text contains (or nearly: most of its trigrams)."""
+    for event_id in candidate.provenance.get("event_ids", []):
+        if event_id in by_event:
+            return by_event[event_id], "same_event"
+    mine: frozenset[str] | None = None
+    for theirs, other in kept:
+        if other.source == "history" or not theirs:
+            continue
+        if theirs in normal:
+            return other, "said_in_history"
+        mine = mine if mine is not None else _shingles(normal)
+        their_shingles = _shingles(theirs)
+        shared = len(mine & their_shingles)
+        if their_shingles and shared / len(their_shingles) >= HISTORY_CONTAINMENT:
+            return other, "said_in_history"
+    return None, ""
 
 
 def apply_authority(

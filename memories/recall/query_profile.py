@@ -65,6 +65,13 @@ class QueryProfile:
     profile_cache_stale: bool
     redis_result_insufficient: bool = False
     matched: dict[str, list[str]] = field(default_factory=dict)
+    # Set by recall once the cheap lexical branches answered (see relevance.py).
+    content_terms: list[str] = field(default_factory=list)
+    memory_holds: bool = False
+    holding_share: float = 0.0
+    held_terms: list[str] = field(default_factory=list)
+    user_items_matched: int = 0  # the user's live items (any session) holding the query
+    time: dict[str, Any] = field(default_factory=dict)  # the time window the query names
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from memories.recall.query_profile import Intent, QueryProfile
 
-LAYERS = ("postgres", "redis", "ltm")
+LAYERS = ("postgres", "redis", "ltm", "history")
 
 
 @dataclass
@@ -20,6 +20,8 @@ class Route:
     ltm_mode: str
     reasons: dict[str, list[str]] = field(default_factory=dict)
     forced: bool = False
+    history: bool = False  # raw history: the lowest-priority fallback source
+    declined: dict[str, list[str]] = field(default_factory=dict)  # why a layer was not asked
 
     def asks(self, layer: str) -> bool:
         return bool(getattr(self, layer))
@@ -43,6 +45,15 @@ def route(profile: QueryProfile, *, forced_layers: Collection[str] = ()) -> Rout
             f"{profile.recent_entity_overlap} entities seen recently",
             profile.recent_entity_overlap > 0,
         ),
+        (
+            f"{profile.user_items_matched} live items of the user hold the query's terms",
+            profile.user_items_matched > 0,
+        ),
+    )
+    holds = (
+        f"the user's memory holds {', '.join(profile.held_terms)} "
+        f"({profile.holding_share:.0%} of the query's content terms)",
+        profile.memory_holds,
     )
     ltm_reasons = _reasons(
         ("asks for similar or past cases", profile.has_similarity_request),
@@ -63,32 +74,54 @@ def route(profile: QueryProfile, *, forced_layers: Collection[str] = ()) -> Rout
             and profile.intent == Intent.GENERAL
             and bool(profile.entities),
         ),
+        # A question about the user's past: its content terms are in the user's memory.
+        holds,
     )
+    # History answers whatever long-term memory is asked for, as its fallback.
+    history_reasons = list(ltm_reasons)
     decided = Route(
         postgres=bool(pg_reasons),
         redis=bool(redis_reasons),
         ltm=bool(ltm_reasons),
         ltm_mode=ltm_mode(profile),
-        reasons={"postgres": pg_reasons, "redis": redis_reasons, "ltm": ltm_reasons},
+        reasons={
+            "postgres": pg_reasons,
+            "redis": redis_reasons,
+            "ltm": ltm_reasons,
+            "history": history_reasons,
+        },
+        history=bool(history_reasons),
     )
+    for layer in LAYERS:
+        decided.declined[layer] = [] if decided.asks(layer) else ["no rule applies"]
+    if not decided.ltm and profile.content_terms:
+        floor = (
+            f"below the relevance floor: the user's memory holds "
+            f"{profile.holding_share:.0%} of {', '.join(profile.content_terms)}"
+        )
+        decided.declined["ltm"] = decided.declined["history"] = [floor]
+    elif not decided.ltm:
+        nothing = "no content terms: small talk or a bare instruction"
+        decided.declined["ltm"] = decided.declined["history"] = [nothing]
     if forced_layers:
         decided.forced = True
         for layer in LAYERS:
             asked = layer in forced_layers
             if asked != decided.asks(layer):
-                decided.reasons[layer] = [f"{'asked' if asked else 'skipped'} by the caller"]
+                if asked:
+                    decided.reasons[layer] = ["asked by the caller"]
+                else:
+                    decided.declined[layer] = ["skipped by the caller"]
+                    decided.reasons[layer] = ["skipped by the caller"]
             setattr(decided, layer, asked)
+            decided.declined[layer] = [] if asked else ["skipped by the caller"]
     return decided
 
 
 def ltm_mode(profile: QueryProfile) -> str:
-    """Explicit entities, error codes or API names → lexical; vague → vector; both → hybrid."""
-    vague = profile.has_similarity_request or profile.fuzzy_history_reference
-    if profile.entities and vague:
-        return "hybrid"
-    if profile.entities:
-        return "lexical"
-    return "vector"
+    """Hybrid: both branches fused (weights measured on the development split, in the
+    tenant's recall policy); it beat either branch alone for named and vague questions alike."""
+    return "hybrid"
 
 
 def _reasons(*rules: tuple[str, bool]) -> list[str]:

@@ -10,16 +10,21 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from django.conf import settings
 from django.db import DatabaseError
 
-from memories.ltm.selectors import LtmSearchResult, card_weights, ltm_search
+from memories.ltm.selectors import card_weights
+from memories.recall.asking import (
+    apply_time,
+    memory_candidates,
+    policy_value,
+    settle_route,
+    start_asking,
+)
 from memories.recall.cache import Cached, recall_context_cache
 from memories.recall.compress import fit_and_render
 from memories.recall.context import (
@@ -35,13 +40,14 @@ from memories.recall.pool import (
     Weights,
     apply_authority,
     deduplicate,
-    ltm_candidate,
     query_terms,
     rescore,
     stm_candidate,
 )
 from memories.recall.query_profile import QueryProfile, RuntimeState, build_query_profile
+from memories.recall.relevance import content_terms, query_names
 from memories.recall.routing import LAYERS, Route, route
+from memories.recall.standing import standing_indexes, standing_rules, user_matches
 from memories.stm.items import StmItem
 from memories.stm.keys import Owner
 from memories.stm.store import now_seconds, recall_stm_store
@@ -57,9 +63,7 @@ SESSION_PROBE = 20  # newest items of the session read for runtime state
 TASK_PROBE = 30
 ENTITY_PROBE = 10
 MAX_ENTITIES = 8
-LTM_DEPTH_FACTOR = 2  # long-term hits asked per requested item
 RELEVANT_RAW_SCORE = 0.25  # a short-term item below this raw relevance does not count as found
-_ltm_searches = ThreadPoolExecutor(max_workers=16, thread_name_prefix="recall-ltm")
 
 
 @dataclass(frozen=True)
@@ -156,11 +160,34 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
             and user_cached.document is not None,
         ),
     )
+    # The user's newest live items, from any session, matched against the query (bounded).
+    profile.content_terms = content_terms(request.query)
+    floor = float(policy_value(policy, "relevance_floor"))
+    matched = user_matches(
+        list(probe.user_items.values()),
+        terms=profile.content_terms,
+        floor=floor,
+        names=query_names(request.query, profile.entities),
+        now=now_seconds(),
+    )
+    profile.user_items_matched = len(matched)
     decided = route(profile, forced_layers=request.layers)
     k = request.k or policy["default_k"]
 
-    # 3. Ask the layers: long-term memory in the background, Layer 1 and Redis meanwhile.
-    ltm_future = _start_ltm(tenant, request, profile, decided, k) if decided.ltm else None
+    # 3. Ask the layers: long-term memory and history in the background (lexical branches
+    # first), Layer 1 and Redis meanwhile.
+    asking = start_asking(
+        tenant=tenant,
+        user_id=request.user_id,
+        session_id=request.session_id,
+        query=request.query,
+        project=request.project,
+        profile=profile,
+        decided=decided,
+        policy=policy,
+        forced_layers=request.layers,
+        has_history=owner is not None and bool(policy.get("history_enabled", True)),
+    )
     if decided.postgres and user_cached.fresh:
         # The user's exact values were asked for: read them from PostgreSQL, not the cache.
         # (Tenant-wide rows are rebuilt above whenever a change made their cache stale.)
@@ -178,6 +205,7 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     stm_candidates: list[MemoryCandidate] = []
     if decided.redis and owner is not None and "redis" not in trace.degraded:
         items = _fetch_items(owner, probe, profile, trace)
+        items = list({i.id: i for i in [*items, *matched]}.values())
         stm_candidates = [
             stm_candidate(
                 item,
@@ -195,35 +223,52 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         relevant = [c for c in stm_candidates if c.raw_relevance > RELEVANT_RAW_SCORE]
         if len(relevant) < policy["redis_sufficient_count"]:
             profile.redis_result_insufficient = True
-            second = route(profile, forced_layers=request.layers)
-            if second.ltm and not decided.ltm:
-                decided.ltm = True
-                decided.reasons["ltm"] = second.reasons["ltm"]
-                ltm_future = _start_ltm(tenant, request, profile, decided, k)
 
-    ltm_candidates: list[MemoryCandidate] = []
-    if ltm_future is not None:
-        found = _ltm_result(ltm_future, trace)
-        if found is not None:
-            ltm_candidates = _weighted(tenant, [ltm_candidate(hit) for hit in found.hits], trace)
+    # Whether the user's memory holds the query decides long-term memory and history.
+    settled = settle_route(
+        asking, profile, query=request.query, forced_layers=request.layers, fail=trace.fail
+    )
+    for layer in ("ltm", "history"):
+        setattr(decided, layer, settled.asks(layer))
+        decided.reasons[layer] = settled.reasons[layer]
+        decided.declined[layer] = settled.declined[layer]
+    ltm_candidates, history_candidates, left_out = memory_candidates(
+        asking, decided, profile, fail=trace.fail, timings=trace.latency_ms
+    )
+    trace.dropped.extend(Dropped(*row) for row in left_out)
+    ltm_candidates = _weighted(tenant, ltm_candidates, trace)
+    apply_time(
+        [*ltm_candidates, *history_candidates],
+        asking.window,
+        float(policy_value(policy, "time_boost")),
+    )
 
     # 4. One pool: de-duplicate, apply domain authority, re-score, keep the top k.
-    pooled, dropped = deduplicate([*stm_candidates, *ltm_candidates])
+    pooled, dropped = deduplicate([*stm_candidates, *ltm_candidates, *history_candidates])
     trace.dropped.extend(dropped)
     pooled, dropped = apply_authority(pooled, authoritative=blocks.authoritative)
     trace.dropped.extend(dropped)
     rescore(pooled, weights=_weights(policy), now=now_seconds())
-    weak = [c for c in pooled if c.relevance < policy["min_relevance"]]
+    # Long-term and history hits passed the relevance floor and are ranked by their fusion
+    # (rank-based: its ratios say nothing of strength); min_relevance judges short-term items.
+    weak = [c for c in pooled if c.source == "redis" and c.relevance < policy["min_relevance"]]
     for candidate in weak:
         trace.dropped.append(
             Dropped(
                 candidate.memory_id, candidate.source, f"weak match ({candidate.relevance:.2f})"
             )
         )
-    pooled = [c for c in pooled if c.relevance >= policy["min_relevance"]]
+    pooled = [c for c in pooled if c not in weak]
     for candidate in pooled[k:]:
         trace.dropped.append(Dropped(candidate.memory_id, candidate.source, f"below top {k}"))
     chosen = pooled[:k]
+    # The user's live constraints and preferences reach the blocks, whatever the session.
+    blocks.constraints["standing"] = standing_rules(
+        [*probe.items.values(), *probe.user_items.values()],
+        authoritative=blocks.authoritative,
+        shown={c.memory_id for c in chosen},
+        now=now_seconds(),
+    )
 
     # 5. Fit to the budget and render in the user's language.
     budget = request.budget_tokens or policy["default_budget_tokens"]
@@ -353,6 +398,7 @@ class _Probe:
     known_entities: list[str] = field(default_factory=list)
     ids: dict[str, list[str]] = field(default_factory=dict)  # index -> newest ids
     items: dict[str, StmItem] = field(default_factory=dict)  # the session's, already read
+    user_items: dict[str, StmItem] = field(default_factory=dict)  # other sessions' newest
 
 
 def _probe(
@@ -370,14 +416,18 @@ def _probe(
     if request.task_id:
         indexes.append(("task", request.task_id, TASK_PROBE))
     indexes.extend(("entity", entity, ENTITY_PROBE) for entity in entities)
+    user_indexes = standing_indexes()
     started = time.perf_counter()
     store = recall_stm_store()
     try:
-        heads = store.index_heads(owner=owner, indexes=indexes)
+        heads = store.index_heads(owner=owner, indexes=[*indexes, *user_indexes])
+        user_heads, heads = heads[len(indexes) :], heads[: len(indexes)]
         session_ids = [item_id for item_id, _ in heads[0]]
+        user_ids = [item_id for rows in user_heads for item_id, _ in rows]
         # Whole items: their entities and task are runtime state, and they are the first
-        # candidates if Layer 2 is asked (so they are not read twice).
-        session_items = store.get_many(owner=owner, item_ids=session_ids)
+        # candidates if Layer 2 is asked (so they are not read twice); the user's newest and
+        # standing items are matched across sessions.
+        read = store.get_many(owner=owner, item_ids=list(dict.fromkeys([*session_ids, *user_ids])))
     except StoreUnavailable as exc:
         trace.fail("redis", _why(exc))
         return probe
@@ -386,9 +436,13 @@ def _probe(
     now = now_seconds()
     newest = heads[0][0][1] if heads[0] else 0.0
     probe.session_recent = now - newest < policy["session_recent_minutes"] * 60
+    in_session = set(session_ids)
     seen: dict[str, str] = {}
-    for item in session_items:
+    for item in read:
         if not item.is_live(now) or item.tenant_id != owner.tenant_id:
+            continue
+        if item.id not in in_session:
+            probe.user_items[item.id] = item
             continue
         probe.items[item.id] = item
         if not probe.task_id and item.task_id:
@@ -442,44 +496,6 @@ def _fetch_items(
 
 
 # --- Layer 3 ---------------------------------------------------------------------------------
-def _start_ltm(
-    tenant: Tenant, request: RecallRequest, profile: QueryProfile, decided: Route, k: int
-) -> tuple[Future[LtmSearchResult], float]:
-    def search() -> LtmSearchResult:
-        return ltm_search(
-            tenant=tenant,
-            query=request.query,
-            mode=decided.ltm_mode,
-            k=k * LTM_DEPTH_FACTOR,
-            user_id=request.user_id,
-            project=request.project or None,
-        )
-
-    return _ltm_searches.submit(search), time.perf_counter()
-
-
-def _ltm_result(
-    started: tuple[Future[LtmSearchResult], float], trace: _Trace
-) -> LtmSearchResult | None:
-    future, began = started
-    remaining = settings.RECALL_LTM_TIMEOUT_SECONDS - (time.perf_counter() - began)
-    try:
-        result = future.result(timeout=max(0.0, remaining))
-    except FutureTimeout:
-        trace.fail("ltm", f"slower than {settings.RECALL_LTM_TIMEOUT_SECONDS:.2f}s")
-        return None
-    except StoreUnavailable as exc:
-        trace.fail("ltm", _why(exc))
-        return None
-    finally:
-        trace.timed("ltm", began)
-    for branch in result.failed_branches:
-        trace.fail(f"ltm.{branch}", "branch failed or was too slow")
-    for store, elapsed in result.timings_ms.items():
-        trace.latency_ms[f"ltm.{store}"] = elapsed
-    return result
-
-
 def _weighted(
     tenant: Tenant, candidates: list[MemoryCandidate], trace: _Trace
 ) -> list[MemoryCandidate]:
@@ -559,7 +575,11 @@ def _explain(
     return {
         "query_profile": profile.as_dict(),
         "routing": {
-            layer: {"asked": decided.asks(layer), "reasons": decided.reasons.get(layer, [])}
+            layer: {
+                "asked": decided.asks(layer),
+                "reasons": decided.reasons.get(layer, []),
+                "not_asked_because": decided.declined.get(layer, []),
+            }
             for layer in LAYERS
         }
         | {"ltm_mode": decided.ltm_mode, "forced": decided.forced},

@@ -170,9 +170,7 @@ def test_the_design_example_end_to_end(owner: APIClient, seeded) -> None:
     explain = body["explain"]
     assert explain["query_profile"]["intent"] == "debug_continue"
     assert explain["routing"]["redis"]["asked"] is True
-    assert (
-        explain["routing"]["ltm"]["asked"] is True and explain["routing"]["ltm_mode"] == "lexical"
-    )
+    assert explain["routing"]["ltm"]["asked"] is True and explain["routing"]["ltm_mode"] == "hybrid"
     assert set(explain["latency_ms"]) >= {"redis", "ltm", "total"}
     item = next(i for i in body["items"] if i["memory_id"] == seeded["stm"]["excluded"])
     assert set(item["score_parts"]) == {"recency", "relevance", "importance", "confidence"}
@@ -526,6 +524,13 @@ def recall_policy_form(tenant_pk: int, **changes) -> dict:
         "default_budget_tokens": 800,
         "redis_sufficient_count": 2,
         "session_recent_minutes": 30,
+        "history_enabled": "on",
+        "fusion_lexical_weight": 1.25,
+        "fusion_vector_weight": 1.0,
+        "fusion_rrf_k": 5,
+        "relevance_floor": 0.34,
+        "time_boost": 0.5,
+        "history_depth": 30,
     }
     form.update(changes)
     return form

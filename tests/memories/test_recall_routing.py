@@ -96,18 +96,19 @@ def test_insufficient_short_term_results_ask_long_term_memory() -> None:
 
 
 @pytest.mark.parametrize(
-    ("query", "mode"),
+    "query",
     [
-        ("createOrder 报错 NullPointerException 怎么修", "lexical"),
-        ("why does createOrder throw ERR_TIMEOUT", "lexical"),
-        ("以前好像遇到过类似的问题", "vector"),
-        ("something like what we had before", "vector"),
-        ("以前 createOrder 有类似的超时吗", "hybrid"),
-        ("a similar createOrder timeout before?", "hybrid"),
+        "createOrder 报错 NullPointerException 怎么修",
+        "why does createOrder throw ERR_TIMEOUT",
+        "以前好像遇到过类似的问题",
+        "something like what we had before",
+        "a similar createOrder timeout before?",
     ],
 )
-def test_long_term_mode_follows_the_query(query: str, mode: str) -> None:
-    assert route(profile_of(query)).ltm_mode == mode
+def test_long_term_memory_is_searched_hybrid(query: str) -> None:
+    # Measured on the development split: the fused branches beat either alone, for named
+    # and vague questions alike.
+    assert route(profile_of(query)).ltm_mode == "hybrid"
 
 
 def test_the_caller_may_force_layers() -> None:

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memories', '0008_history_outbox_cursor_and_switch'),
+        ('memories', '0009_recallpolicy_fusion_floor_time'),
         ('profiles', '0001_initial'),
     ]
 

@@ -1,0 +1,206 @@
+"""Asking long-term memory and history within one recall: start, decide, collect.
+
+1. `start_asking` (right after the first routing): the query's content terms and time window go
+   into the query profile; every branch starts for a query with content terms (or one a rule
+   routes), the time-window branches too when the window is an explicit date.
+2. `settle_route` (after Layer 2): the best coverage of the content terms among the lexical hits
+   decides whether the user's memory holds the query (the relevance floor); routing is decided
+   again with that, and a relative time window is re-anchored at the newest memory found when
+   the request time lies past everything the user said (see `timefilter.py`).
+3. `memory_candidates`: the routed sources' branches, fused, as pool candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from memories.recall.branches import FusedHit, Fusion, MemorySearch, card_text
+from memories.recall.history import history_candidate
+from memories.recall.pool import MemoryCandidate, ltm_candidate
+from memories.recall.query_profile import QueryProfile
+from memories.recall.relevance import best_holding, content_terms, query_names
+from memories.recall.routing import Route, route
+from memories.recall.timefilter import TimeQuery, TimeWindow, parse_time_query, reanchor
+from profiles.models import Tenant
+
+# Defaults of the recall policy's fusion, floor and time fields (a cached tenant document
+# written before they existed lacks them).
+POLICY_DEFAULTS: dict[str, Any] = {
+    "fusion_lexical_weight": 1.25,
+    "fusion_vector_weight": 1.0,
+    "fusion_rrf_k": 5,
+    "relevance_floor": 0.34,
+    "time_boost": 0.5,
+    "history_depth": 30,
+}
+
+
+# A hit only the vector branch found must be at least this close to the branch's best (the
+# vector branch always answers, even for a query nothing in memory is about).
+VECTOR_ONLY_RATIO = 0.9
+
+
+# A hit only the vector branch found must be at least this close to the branch's best (the
+# vector branch always answers, even for a query nothing in memory is about). Its score is a
+# cosine for cards; history scales its branch's best to 1.
+VECTOR_ONLY_RATIO = 0.9
+
+
+def policy_value(policy: dict[str, Any], name: str) -> Any:
+    return policy.get(name, POLICY_DEFAULTS[name])
+
+
+@dataclass
+class Asking:
+    search: MemorySearch | None
+    time_query: TimeQuery
+    floor: float
+    depth: int
+
+    @property
+    def window(self) -> TimeWindow | None:
+        return self.time_query.window
+
+
+def start_asking(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    session_id: str,
+    query: str,
+    project: str,
+    profile: QueryProfile,
+    decided: Route,
+    policy: dict[str, Any],
+    forced_layers: Collection[str],
+    has_history: bool,
+    now: datetime | None = None,
+) -> Asking:
+    profile.content_terms = content_terms(query)
+    time_query = parse_time_query(query, now=now or datetime.now(UTC))
+    profile.time = time_query.as_dict()
+    floor = float(policy_value(policy, "relevance_floor"))
+    depth = int(policy_value(policy, "history_depth"))
+    ltm_on = not forced_layers or "ltm" in forced_layers
+    history_on = has_history and (not forced_layers or "history" in forced_layers)
+    if not (ltm_on or history_on) or not (profile.content_terms or decided.ltm or decided.history):
+        return Asking(search=None, time_query=time_query, floor=floor, depth=depth)
+    search = MemorySearch(
+        tenant=tenant,
+        user_id=user_id,
+        session_id=session_id,
+        query=query,
+        project=project,
+        depth=depth,
+        fusion=Fusion(
+            lexical_weight=float(policy_value(policy, "fusion_lexical_weight")),
+            vector_weight=float(policy_value(policy, "fusion_vector_weight")),
+            rrf_k=int(policy_value(policy, "fusion_rrf_k")),
+        ),
+        ltm=ltm_on,
+        history=history_on,
+    )
+    search.start_lexical()
+    # The vector branches start at once too, before the lexical answer says whether they are
+    # needed: waiting for it would put both on the critical path of every question about the
+    # past (an unrelated query wastes one embedding and two nearest-neighbour searches).
+    search.start_vector(ltm=True, history=True)
+    window = time_query.window
+    if window is not None and not window.relative:
+        search.start_window(window)  # explicit dates never move
+    return Asking(search=search, time_query=time_query, floor=floor, depth=depth)
+
+
+def settle_route(
+    asking: Asking,
+    profile: QueryProfile,
+    *,
+    query: str,
+    forced_layers: Collection[str],
+    fail: Callable[[str, str], None],
+) -> Route:
+    """Routing again, now knowing whether the user's memory holds the query."""
+    search = asking.search
+    newest: datetime | None = None
+    if search is not None and profile.content_terms:
+        ltm_result, history_result, failed = search.lexical_results()
+        for layer in failed:
+            fail(layer, "lexical branch failed or was too slow")
+        texts = [(h.memory_id, card_text(h)) for h in ltm_result.hits] if ltm_result else []
+        if history_result:
+            texts.extend((h.entry_id, f"{h.text} {h.context}") for h in history_result.hits)
+            newest = max((h.occurred_at for h in history_result.hits), default=None)
+        holding = best_holding(profile.content_terms, texts)
+        names = query_names(query, profile.entities)
+        profile.memory_holds = holding.holds(asking.floor, names)
+        profile.holding_share = holding.share
+        profile.held_terms = list(holding.terms)
+    decided = route(profile, forced_layers=forced_layers)
+    if search is not None and (decided.ltm or decided.history):
+        search.start_lexical()
+        search.start_vector(ltm=decided.ltm, history=decided.history)
+        window = asking.time_query.window
+        if window is not None and window.relative and decided.history:
+            asking.time_query = reanchor(asking.time_query, newest=newest)
+            profile.time = asking.time_query.as_dict()
+            if asking.time_query.window is not None:
+                search.start_window(asking.time_query.window)
+    return decided
+
+
+def memory_candidates(
+    asking: Asking,
+    decided: Route,
+    profile: QueryProfile,
+    *,
+    fail: Callable[[str, str], None],
+    timings: dict[str, float],
+) -> tuple[list[MemoryCandidate], list[MemoryCandidate], list[tuple[str, str, str]]]:
+    """Long-term and history candidates of the routed sources, and the ones left out
+    (memory_id, source, reason): a vector-only match when the memory holds none of the query."""
+    search = asking.search
+    if search is None or not (decided.ltm or decided.history):
+        return [], [], []
+    found = search.collect(ltm=decided.ltm, history=decided.history)
+    for layer in found.failed:
+        fail(layer, "branch failed or was too slow")
+    timings.update(found.timings_ms)
+    left_out: list[tuple[str, str, str]] = []
+    strict = bool(profile.content_terms) and not profile.memory_holds
+    best = {
+        "ltm": max((f.similarity for f in found.ltm), default=0.0),
+        "history": max((f.similarity for f in found.history), default=0.0),
+    }
+
+    def keep(source: str, fused: FusedHit) -> bool:
+        if any(branch.endswith("lexical") for branch in fused.ranks):
+            return True
+        if strict:
+            why = "vector-only match; the memory holds none of the query"
+        elif fused.similarity < VECTOR_ONLY_RATIO * best[source]:
+            why = f"vector-only match far from the best ({fused.similarity:.2f})"
+        else:
+            return True
+        left_out.append((fused.key, source, why))
+        return False
+
+    ltm = [ltm_candidate(f.hit) for f in found.ltm[: asking.depth] if keep("ltm", f)]
+    history = [history_candidate(f) for f in found.history[: asking.depth] if keep("history", f)]
+    return ltm, history, left_out
+
+
+def apply_time(candidates: list[MemoryCandidate], window: TimeWindow | None, boost: float) -> None:
+    """A named time window lifts the memories inside it and lowers those outside (known times
+    only), before relevance is scaled."""
+    if window is None or boost <= 0:
+        return
+    start, end = window.start.timestamp(), window.end.timestamp()
+    for candidate in candidates:
+        if not candidate.occurred_at:
+            continue
+        inside = start <= candidate.occurred_at < end
+        candidate.raw_relevance *= (1 + boost) if inside else 1 / (1 + boost)
+        candidate.provenance["in_time_window"] = inside
