@@ -63,6 +63,17 @@ def past(owner: APIClient, django_capture_on_commit_callbacks) -> None:
         ],
         django_capture_on_commit_callbacks,
     )
+    expire_short_term_items(owner, "u_1")
+
+
+def expire_short_term_items(client: APIClient, user: str) -> None:
+    """What extraction made of those turns is gone, as it would be months later: only history
+    still holds what was said."""
+    listed = client.get(reverse("memories:stm"), {"user_id": user, "limit": 200})
+    assert listed.status_code == 200, listed.json()
+    for item in listed.json()["items"]:
+        deleted = client.delete(reverse("memories:item", kwargs={"item_id": item["id"]}))
+        assert deleted.status_code == 204, deleted.content
 
 
 @pytest.mark.django_db
