@@ -25,7 +25,9 @@ import argparse
 import json
 import re
 import shutil
+import signal
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -92,12 +94,72 @@ class TimedEmbedder:
         return self.real.embed_query(text)
 
 
+def fusion_grid(questions, vectors, tenant, history_search) -> None:  # type: ignore[no-untyped-def]
+    """any@10 / all@10 of weighted RRF over a grid, from each branch's top 50 (the same fusion
+    as `history_search`, computed here so one pass per branch serves every combination)."""
+    from django.conf import settings
+
+    def ranked(mode: str, **overrides: float) -> list[list[str]]:
+        saved = {name: getattr(settings, name) for name in overrides}
+        for name, value in overrides.items():
+            setattr(settings, name, value)
+        try:
+            return [
+                [
+                    hit.event_id.split(":", 1)[1]
+                    for hit in history_search(
+                        tenant=tenant,
+                        user_id=user,
+                        query=question,
+                        k=50,
+                        mode=mode,
+                        query_vector=vector,
+                        timeout=10.0,
+                    ).hits
+                ]
+                for (user, question, _), vector in zip(questions, vectors, strict=True)
+            ]
+        finally:
+            for name, value in saved.items():
+                setattr(settings, name, value)
+
+    vector_lists = ranked("vector")
+    print("offline fusion grid (any@10 / all@10):")
+    for context_weight in (0.3, 0.6):
+        lexical_lists = ranked("lexical", HISTORY_CONTEXT_WEIGHT=context_weight)
+        for rrf_k in (60, 20, 10):
+            cells = []
+            for vector_weight in (1.0, 0.7, 0.5, 0.3):
+                any10 = all10 = 0
+                for (_, _, evidence), lex, vec in zip(
+                    questions, lexical_lists, vector_lists, strict=True
+                ):
+                    scores: dict[str, float] = {}
+                    for weight, ids in ((1.0, lex), (vector_weight, vec)):
+                        for rank, dia in enumerate(ids, start=1):
+                            scores[dia] = scores.get(dia, 0.0) + weight / (rrf_k + rank)
+                    top = set(sorted(scores, key=lambda d: (-scores[d], d))[:10])
+                    found = sum(e in top for e in evidence)
+                    any10 += found > 0
+                    all10 += found == len(evidence)
+                n = len(questions)
+                cells.append(f"v{vector_weight}: {100 * any10 / n:.1f}/{100 * all10 / n:.1f}")
+            print(f"  context {context_weight}, k {rrf_k}: " + "  ".join(cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--embed-context", action="store_true", help="embed context + text")
     parser.add_argument("--limit", type=int, default=0, help="ask only this many questions")
+    parser.add_argument(
+        "--grid", action="store_true", help="also fuse the branches offline over a weight grid"
+    )
+    parser.add_argument("--grid-only", action="store_true", help="the grid, not the table")
     args = parser.parse_args()
     import psycopg
+
+    # Stopped from outside, still remove everything it made (the `finally` blocks run).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 
     database = f"bench_history_{RUN}"
     with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as pg:
@@ -259,18 +321,22 @@ def run(args: argparse.Namespace, database: str, folder: str) -> None:
             ("lexical, context weight 0", "lexical", {"HISTORY_CONTEXT_WEIGHT": 0.0}),
             ("lexical, context weight 0.3", "lexical", {"HISTORY_CONTEXT_WEIGHT": 0.3}),
             ("lexical, context weight 0.6", "lexical", {"HISTORY_CONTEXT_WEIGHT": 0.6}),
+            ("lexical, context weight 1.0", "lexical", {"HISTORY_CONTEXT_WEIGHT": 1.0}),
             ("vector", "vector", {}),
             ("hybrid (default settings)", "hybrid", {}),
             ("hybrid, lexical 1.0 / vector 0.7", "hybrid", {"HISTORY_VECTOR_WEIGHT": 0.7}),
             ("hybrid, RRF k 20", "hybrid", {"HISTORY_RRF_K": 20}),
+            ("hybrid, context weight 0.6", "hybrid", {"HISTORY_CONTEXT_WEIGHT": 0.6}),
         ]
-        if args.embed_context:  # lexical search does not depend on what was embedded
-            runs = [run for run in runs if run[1] != "lexical"]
+        if args.grid_only:
+            runs = []
         for label, mode, overrides in runs:
             figures, latency = measure(mode, **overrides)
             cells = "".join(f"{figures[c]:9.1f}" for c in columns)
             p50, p95 = statistics.median(latency), percentile(latency, 0.95)
             print(f"{label:<42}{cells}  {p50:7.1f}  {p95:7.1f}")
+        if args.grid or args.grid_only:
+            fusion_grid(questions, vectors, tenant, history_search)
         print(
             f"query embedding (once per question, Redis-cached after): p50 "
             f"{statistics.median(embed_ms):.1f} ms, p95 {percentile(embed_ms, 0.95):.1f} ms"

@@ -116,7 +116,7 @@ LTM_BRANCH_TIMEOUT_SECONDS = float(env.integer("LTM_BRANCH_TIMEOUT_MS", 2000, mi
 # Episodic history (memories/history): every user/assistant turn and a digest of each tool
 # result, indexed after append in an index and a collection of their own (docs/history.md).
 HISTORY_CONTEXT_TURNS = env.integer("HISTORY_CONTEXT_TURNS", 2, minimum=0)
-HISTORY_CONTEXT_WEIGHT = env.integer("HISTORY_CONTEXT_WEIGHT_PCT", 30, minimum=0) / 100
+HISTORY_CONTEXT_WEIGHT = env.integer("HISTORY_CONTEXT_WEIGHT_PCT", 60, minimum=0) / 100
 HISTORY_EMBED_CONTEXT = env.boolean("HISTORY_EMBED_CONTEXT", False)
 HISTORY_TEXT_MAX_CHARS = env.integer("HISTORY_TEXT_MAX_CHARS", 2000, minimum=100)
 HISTORY_TOOL_DIGEST_CHARS = env.integer("HISTORY_TOOL_DIGEST_CHARS", 300, minimum=50)

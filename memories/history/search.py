@@ -169,7 +169,7 @@ class ElasticsearchHistoryIndex:
         text: str,
         scope: HistoryScope,
         limit: int,
-        context_weight: float = 0.3,
+        context_weight: float = 0.6,
         timeout: float | None = None,
     ) -> list[HistoryMatch]:
         """BM25 over the entry's own terms, plus its context's terms at a lower weight."""
