@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,3 +58,34 @@ def clear_prefix_keys() -> None:
     stale = list(client.scan_iter(match=keys.all_keys_pattern(), count=5000))
     for start in range(0, len(stale), 5000):
         client.delete(*stale[start : start + 5000])
+
+
+# --- LoCoMo conversations -------------------------------------------------------------------
+def session_names(conversation: dict) -> list[str]:
+    sessions = conversation["conversation"]
+    return sorted(
+        (n for n in sessions if re.fullmatch(r"session_\d+", n)), key=lambda n: int(n[8:])
+    )
+
+
+def session_start(raw: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' as an aware datetime (UTC)."""
+    return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def turn_text(turn: dict) -> str:
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" [shares image: {turn['blip_caption']}]"
+    return text
+
+
+def evidence_ids(raw: list[str], known: set[str]) -> list[str]:
+    """Split malformed entries ("D8:6; D9:17"), repair "D:11:26" and "D30:05"; keep known ids."""
+    found = []
+    for entry in raw:
+        for part in re.split(r"[;,\s]+", entry):
+            match = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
+            if match and f"D{match.group(1)}:{match.group(2)}" in known:
+                found.append(f"D{match.group(1)}:{match.group(2)}")
+    return sorted(set(found))

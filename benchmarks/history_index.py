@@ -31,43 +31,21 @@ import sys
 import tempfile
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
-from _setup import LOCOMO, clear_prefix_keys, django_setup
+from _setup import (
+    LOCOMO,
+    clear_prefix_keys,
+    django_setup,
+    evidence_ids,
+    session_names,
+    session_start,
+    turn_text,
+)
 
 RUN = uuid.uuid4().hex[:8]
 KS = (5, 10)
 DIA = re.compile(r"D\d+:\d+")
-
-
-def session_names(conversation: dict) -> list[str]:
-    sessions = conversation["conversation"]
-    return sorted(
-        (n for n in sessions if re.fullmatch(r"session_\d+", n)), key=lambda n: int(n[8:])
-    )
-
-
-def session_start(raw: str) -> datetime:
-    """'1:56 pm on 8 May, 2023' as an aware datetime (UTC)."""
-    return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-
-
-def turn_text(turn: dict) -> str:
-    text = f"{turn['speaker']}: {turn['text']}"
-    if turn.get("blip_caption"):
-        text += f" [shares image: {turn['blip_caption']}]"
-    return text
-
-
-def evidence_ids(raw: list[str], known: set[str]) -> list[str]:
-    """Split malformed entries ("D8:6; D9:17"), repair "D:11:26" and "D30:05"; keep known ids."""
-    found = []
-    for entry in raw:
-        for part in re.split(r"[;,\s]+", entry):
-            match = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
-            if match and f"D{match.group(1)}:{match.group(2)}" in known:
-                found.append(f"D{match.group(1)}:{match.group(2)}")
-    return sorted(set(found))
 
 
 def percentile(values: list[float], share: float) -> float:

@@ -39,10 +39,19 @@ import subprocess
 import time
 import uuid
 from collections import Counter, defaultdict
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from _setup import LOCOMO, ROOT, clear_prefix_keys, django_setup
+from _setup import (
+    LOCOMO,
+    ROOT,
+    clear_prefix_keys,
+    django_setup,
+    evidence_ids,
+    session_names,
+    session_start,
+    turn_text,
+)
 
 # A run's data lives under prefixes of its own; BENCH_E2E_RUN names an earlier run kept with
 # --keep, to ask its questions again without loading (--reuse).
@@ -164,34 +173,6 @@ UNRELATED = [
 
 
 # --- the data ------------------------------------------------------------------------------------
-def session_names(conversation: dict) -> list[str]:
-    sessions = conversation["conversation"]
-    return sorted(
-        (n for n in sessions if re.fullmatch(r"session_\d+", n)), key=lambda n: int(n[8:])
-    )
-
-
-def turn_text(turn: dict) -> str:
-    text = f"{turn['speaker']}: {turn['text']}"
-    if turn.get("blip_caption"):
-        text += f" [shares image: {turn['blip_caption']}]"
-    return text
-
-
-def session_start(raw: str) -> datetime:
-    """'1:56 pm on 8 May, 2023' as an aware datetime (UTC)."""
-    return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-
-
-def evidence_ids(raw: list[str], known: set[str]) -> list[str]:
-    """Split malformed entries ("D8:6; D9:17"), repair "D:11:26" and "D30:05"; keep known ids."""
-    found = []
-    for entry in raw:
-        for part in re.split(r"[;,\s]+", entry):
-            match = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
-            if match and f"D{match.group(1)}:{match.group(2)}" in known:
-                found.append(f"D{match.group(1)}:{match.group(2)}")
-    return sorted(set(found))
 
 
 # --- HTTP ----------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import statistics
 import time
 import uuid
 
-from _setup import LOCOMO, clear_prefix_keys, django_setup
+from _setup import LOCOMO, clear_prefix_keys, django_setup, evidence_ids
 
 RUN = uuid.uuid4().hex[:8]
 KS = (5, 10, 20)
@@ -42,17 +42,6 @@ def turns_of(conversation: dict) -> list[dict]:
                 text += f" [shares image: {turn['blip_caption']}]"
             turns.append({"dia_id": turn["dia_id"], "text": text})
     return turns
-
-
-def evidence_ids(raw: list[str], known: set[str]) -> list[str]:
-    """Split malformed entries ("D8:6; D9:17"), repair "D:11:26" and "D30:05"; keep known ids."""
-    found = []
-    for entry in raw:
-        for part in re.split(r"[;,\s]+", entry):
-            match = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
-            if match and f"D{match.group(1)}:{match.group(2)}" in known:
-                found.append(f"D{match.group(1)}:{match.group(2)}")
-    return sorted(set(found))
 
 
 def main() -> None:
