@@ -3,8 +3,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memories.history.services import history_drift
+from memories.management.options import tenant_option
 from memoryproject.errors import StoreUnavailable
-from profiles.models import Tenant
 
 
 class Command(BaseCommand):
@@ -16,11 +16,7 @@ class Command(BaseCommand):
         parser.add_argument("--repair", action="store_true", help="index or remove what differs")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        tenant = None
-        if options["tenant"]:
-            tenant = Tenant.objects.filter(slug=options["tenant"]).first()
-            if tenant is None:
-                raise CommandError(f"No tenant {options['tenant']!r}.")
+        tenant = tenant_option(options["tenant"])
         try:
             report = history_drift(tenant=tenant, repair=options["repair"])
         except StoreUnavailable as exc:

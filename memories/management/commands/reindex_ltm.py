@@ -3,8 +3,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memories.ltm.services import ltm_reindex
+from memories.management.options import progress_bar, tenant_option
 from memoryproject.errors import StoreUnavailable
-from profiles.models import Tenant
 
 
 class Command(BaseCommand):
@@ -15,18 +15,8 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=256)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        tenant = None
-        if options["tenant"]:
-            tenant = Tenant.objects.filter(slug=options["tenant"]).first()
-            if tenant is None:
-                raise CommandError(f"No tenant {options['tenant']!r}.")
-
-        def progress(done: int, total: int) -> None:
-            width = 30
-            filled = width * done // max(total, 1)
-            bar = "#" * filled + "." * (width - filled)
-            self.stdout.write(f"\r[{bar}] {done}/{total} cards", ending="")
-            self.stdout.flush()
+        tenant = tenant_option(options["tenant"])
+        progress = progress_bar(self.stdout, "cards")
 
         try:
             written = ltm_reindex(
