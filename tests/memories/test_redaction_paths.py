@@ -37,7 +37,7 @@ JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1XzQyIn0.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 IBAN = "DE89 3704 0044 0532 0130 00"
 RAW = (CARD_ZH, CARD_EN, "4111111111111111", ID_18, ID_15, SECRET, JWT, AWS_KEY, IBAN)
-RAW_DIGITS = ("6222", "02123456", "41111111", "11010519", "110105491", "DE89")
+RAW_DIGITS = ("62220212", "02123456", "41111111", "11010519", "110105491", "DE89")
 
 PROPOSALS = reverse("memories:proposals")
 IMPORT = reverse("memories:ltm-import")
@@ -116,7 +116,7 @@ def test_extraction_stores_and_recalls_no_raw_value(
     assert_no_raw([(i.summary, i.detail, i.entities, i.tags, i.fact_value) for i in items])
     assert any("[REDACTED:bank_card]" in i.summary for i in items)
     assert any("[REDACTED:secret]" in i.summary for i in items)
-    for raw in (b"6222", b"CorrectHorse", b"AKIA"):
+    for raw in (b"62220212", b"CorrectHorse", b"AKIA"):
         assert not any(raw in key for key in stm_keys())
     recalled = owner.post(
         reverse("memories:recall"),
