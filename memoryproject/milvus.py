@@ -21,6 +21,7 @@ from pymilvus import DataType, MilvusClient, MilvusException
 from pymilvus.client.types import LoadState
 
 from memoryproject.errors import StoreUnavailable
+from memoryproject.store_timing import timed
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -223,14 +224,17 @@ class MilvusCollection:
     def _call(self, operation: Callable[[], T]) -> T:
         """Run one Milvus call; a released collection is loaded and the call tried once more."""
         try:
-            try:
-                return operation()
-            except MilvusException as exc:
-                if not _not_loaded(exc):
-                    raise
-                logger.warning("Milvus collection %s was not loaded; loading it", self.collection)
-                self._client.load_collection(self.collection)
-                return operation()
+            with timed("milvus"):
+                try:
+                    return operation()
+                except MilvusException as exc:
+                    if not _not_loaded(exc):
+                        raise
+                    logger.warning(
+                        "Milvus collection %s was not loaded; loading it", self.collection
+                    )
+                    self._client.load_collection(self.collection)
+                    return operation()
         except MilvusException as exc:
             raise self._unavailable(exc) from exc
 
@@ -238,8 +242,10 @@ class MilvusCollection:
         """Upsert in batches of MILVUS_WRITE_BATCH (large single calls are pathologically slow)."""
         size = max(1, self.options.write_batch)
         for start in range(0, len(rows), size):
-            batch = list(rows[start : start + size])
-            self._call(lambda batch=batch: self._client.upsert(self.collection, batch))
+            self._upsert_batch(list(rows[start : start + size]))
+
+    def _upsert_batch(self, batch: list[dict[str, Any]]) -> None:
+        self._call(lambda: self._client.upsert(self.collection, batch))
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         if ids:
@@ -328,7 +334,7 @@ def recorded_embedding(described: dict[str, Any]) -> tuple[str | None, int | Non
         pass
     props = described.get("properties") or {}
     dim = props.get("embedding.dim")
-    return props.get("embedding.model"), int(dim) if str(dim).isdigit() else None
+    return props.get("embedding.model"), int(str(dim)) if str(dim).isdigit() else None
 
 
 def _not_loaded(exc: MilvusException) -> bool:

@@ -33,6 +33,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "memoryproject.logging.RequestIdMiddleware",
+    "memoryproject.store_timing.StoreTimingMiddleware",
     "memoryproject.parsers.BodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

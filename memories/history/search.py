@@ -15,6 +15,7 @@ from django.conf import settings
 from elasticsearch import ApiError, Elasticsearch, TransportError, helpers
 
 from memories.history.documents import HistoryDocument, HistoryMatch, HistoryScope
+from memoryproject.elasticsearch import elasticsearch_client
 from memoryproject.errors import StoreUnavailable
 
 INDEX_VERSION = 1
@@ -291,5 +292,5 @@ def _exclusions(scope: HistoryScope) -> list[dict[str, Any]]:
 
 @cache
 def history_search_index() -> ElasticsearchHistoryIndex:
-    client = Elasticsearch(settings.ELASTICSEARCH_URL, request_timeout=5, max_retries=1)
+    client = elasticsearch_client()
     return ElasticsearchHistoryIndex(client, settings.ELASTICSEARCH_INDEX_PREFIX)

@@ -24,6 +24,7 @@ from memories.ltm.embedder import query_vector as embed_query
 from memories.ltm.text import bm25_text
 from memories.models import RecallPolicy
 from memoryproject.errors import Invalid, StoreUnavailable
+from memoryproject.store_timing import in_request_context
 from profiles.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -114,8 +115,8 @@ def history_search(
     depth = max(BRANCH_DEPTH, k)
     latency: dict[str, float] = {}
     branches: dict[str, Callable[[], list[HistoryMatch]]] = {}
-    if mode in ("lexical", "hybrid"):
-        terms = bm25_text(query)
+    terms = bm25_text(query)
+    if mode in ("lexical", "hybrid") and terms:  # a query without index terms matches nothing
 
         def lexical() -> list[HistoryMatch]:
             return history_search_index().search(
@@ -203,7 +204,7 @@ def _timed(latency: dict[str, float], name: str, call: Callable[[], Any]) -> Cal
 def _run(
     branches: dict[str, Callable[[], list[HistoryMatch]]], timeout: float
 ) -> tuple[dict[str, list[HistoryMatch]], list[str]]:
-    futures = {name: _branches.submit(run) for name, run in branches.items()}
+    futures = {name: _branches.submit(in_request_context(run)) for name, run in branches.items()}
     deadline = time.monotonic() + timeout
     answers: dict[str, list[HistoryMatch]] = {}
     failed: list[str] = []

@@ -24,6 +24,7 @@ from memories.stm import keys
 from memories.stm.redis_client import redis_connection
 from memoryproject.env import ConfigError
 from memoryproject.errors import StoreUnavailable
+from memoryproject.store_timing import timed
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +149,8 @@ def query_vector(text: str) -> np.ndarray:
         logger.warning("query embedding cache unavailable", exc_info=True)
     if cached is not None and len(cached) == model.dim * 4:
         return np.frombuffer(cached, dtype=np.float32)
-    vector = model.embed_query(text).astype(np.float32)
+    with timed("embedding"):
+        vector = model.embed_query(text).astype(np.float32)
     try:
         client.set(key, vector.tobytes(), ex=QUERY_CACHE_SECONDS)
     except RedisError:

@@ -16,6 +16,7 @@ from django.conf import settings
 from elasticsearch import ApiError, Elasticsearch, TransportError, helpers
 
 from memories.ltm.scope import CardDocument, Hit, Scope
+from memoryproject.elasticsearch import elasticsearch_client
 from memoryproject.errors import StoreUnavailable
 
 INDEX_VERSION = 1
@@ -345,5 +346,5 @@ def _filters(scope: Scope) -> list[dict[str, Any]]:
 
 @cache
 def card_search_index() -> ElasticsearchCardIndex:
-    client = Elasticsearch(settings.ELASTICSEARCH_URL, request_timeout=5, max_retries=1)
+    client = elasticsearch_client()
     return ElasticsearchCardIndex(client, settings.ELASTICSEARCH_INDEX_PREFIX)

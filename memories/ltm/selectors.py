@@ -19,6 +19,7 @@ from memories.ltm.text import bm25_text
 from memories.ltm.vectors import vector_index
 from memories.models import LtmCard
 from memoryproject.errors import Invalid, NotFound, StoreUnavailable
+from memoryproject.store_timing import in_request_context
 from profiles.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -108,8 +109,8 @@ def ltm_search(
     depth = max(top_n, k)
     timings: dict[str, float] = {}
     branches: dict[str, Callable[[], list[Hit]]] = {}
-    if mode in ("lexical", "hybrid"):
-        text = bm25_text(query)
+    text = bm25_text(query)
+    if mode in ("lexical", "hybrid") and text:  # a query without index terms matches nothing
         branches["lexical"] = _timed(
             timings,
             "lexical",
@@ -131,7 +132,7 @@ def ltm_search(
 
         branches["vector"] = nearest
     answers, failed = _run_branches(branches)
-    if not answers:
+    if failed and not answers:
         raise StoreUnavailable(f"Long-term search failed in every branch: {', '.join(failed)}.")
 
     fused: dict[str, LtmHit] = {}
@@ -179,7 +180,7 @@ def _timed(timings: dict[str, float], name: str, call: Callable[[], T]) -> Calla
 def _run_branches(
     branches: dict[str, Callable[[], list[Hit]]],
 ) -> tuple[dict[str, list[Hit]], tuple[str, ...]]:
-    futures = {name: _branches.submit(run) for name, run in branches.items()}
+    futures = {name: _branches.submit(in_request_context(run)) for name, run in branches.items()}
     answers: dict[str, list[Hit]] = {}
     failed: list[str] = []
     for name, future in futures.items():

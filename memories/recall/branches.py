@@ -24,6 +24,7 @@ from memories.ltm.embedder import query_vector
 from memories.ltm.selectors import LtmHit, LtmSearchResult, ltm_search
 from memories.recall.timefilter import TimeWindow
 from memoryproject.errors import StoreUnavailable
+from memoryproject.store_timing import in_request_context
 from profiles.models import Tenant
 
 # One recall runs at most seven of these at once (embedding, two long-term, four history
@@ -198,11 +199,11 @@ class MemorySearch:
             finally:
                 self._timings[name] = round((time.perf_counter() - began) * 1000, 2)
 
-        self._futures[name] = _pool.submit(run)
+        self._futures[name] = _pool.submit(in_request_context(run))
 
     def _embed_once(self) -> Future[list[float]]:
         if self._embedding is None:
-            self._embedding = _pool.submit(self._embed)
+            self._embedding = _pool.submit(in_request_context(self._embed))
         return self._embedding
 
     def _embed(self) -> list[float]:

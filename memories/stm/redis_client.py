@@ -21,6 +21,8 @@ from redis.connection import Connection, ConnectionPool, SSLConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from memoryproject.store_timing import timed
+
 _OUTAGES = (RedisConnectionError, RedisTimeoutError)
 _failed_until: dict[tuple[str, int], float] = {}
 _failed_lock = threading.Lock()
@@ -65,14 +67,16 @@ class _FailFast:
     def send_packed_command(self, *args: Any, **kwargs: Any) -> Any:
         _check(self)
         try:
-            return super().send_packed_command(*args, **kwargs)  # type: ignore[misc]
+            with timed("redis"):
+                return super().send_packed_command(*args, **kwargs)  # type: ignore[misc]
         except _OUTAGES:
             _failed(self)
             raise
 
     def read_response(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            response = super().read_response(*args, **kwargs)  # type: ignore[misc]
+            with timed("redis"):
+                response = super().read_response(*args, **kwargs)  # type: ignore[misc]
         except _OUTAGES:
             _failed(self)
             raise

@@ -15,6 +15,7 @@ from memories.ltm.scope import CardDocument
 from memories.ltm.search import card_search_index
 from memories.ltm.selectors import ltm_search
 from memories.ltm.services import CardInput, card_delete, cards_import, outbox_drain
+from memories.ltm.text import bm25_text
 from memories.ltm.vectors import vector_index
 from memories.models import LtmCard, LtmOutbox
 
@@ -284,3 +285,15 @@ def test_bad_imports_are_400_and_write_nothing(owner: APIClient, tenant, client_
         == 403
     )
     assert LtmCard.objects.count() == 0 and LtmOutbox.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_query_without_index_terms_skips_the_lexical_branch(tenant) -> None:
+    import_cards(tenant)
+    assert bm25_text("what is it?") == ""
+    hybrid = ltm_search(tenant=tenant, query="what is it?", mode="hybrid")
+    lexical = ltm_search(tenant=tenant, query="what is it?", mode="lexical")
+
+    assert lexical.hits == [] and lexical.degraded is False
+    assert hybrid.hits and hybrid.degraded is False  # the vector branch answered alone
+    assert all(hit.lexical_rank is None and hit.vector_rank for hit in hybrid.hits)
