@@ -161,7 +161,7 @@ def main() -> None:
             stores: dict[str, dict[str, list[float]]] = {m: {} for m in total}
             degraded = 0
             probes = []
-            for q in range(args.queries):
+            for _ in range(args.queries):
                 question = turns[rng.randrange(len(turns))]
                 user_no = rng.randrange(USERS)
                 tenant_no = user_no % TENANTS  # card n belongs to tenant n % 10 and user n % 100

@@ -277,7 +277,9 @@ class MilvusCollection:
         if not ids:
             return {}
         rows = self._call(
-            lambda: self._client.get(self.collection, ids=list(ids), output_fields=["vector"])
+            lambda: self._client.get(
+                self.collection, ids=list(ids), output_fields=["vector"], consistency_level=STRONG
+            )
         )
         return {str(row["id"]): [float(v) for v in row["vector"]] for row in rows}
 
@@ -298,6 +300,7 @@ class MilvusCollection:
                 limit=limit,
                 output_fields=list(output_fields),
                 search_params={"metric_type": "COSINE", "params": self.options.search_params},
+                consistency_level=self.options.consistency_level,
             )
         )
         return [
