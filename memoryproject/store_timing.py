@@ -28,28 +28,36 @@ T = TypeVar("T")
 
 
 class StoreClock:
-    """The store calls of one request: (store, start, end) in perf_counter seconds."""
+    """The store calls of one request: (store, start, end) in perf_counter seconds. A call
+    still in flight (say, one the request stopped waiting for) counts up to the moment read."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.spans: list[tuple[str, float, float]] = []
+        self._spans: list[list[Any]] = []
 
-    def add(self, store: str, start: float, end: float) -> None:
+    def add(self, store: str, start: float, end: float | None = None) -> list[Any]:
+        span = [store, start, end]
         with self._lock:
-            self.spans.append((store, start, end))
+            self._spans.append(span)
+        return span
+
+    @property
+    def spans(self) -> list[tuple[str, float, float]]:
+        now = time.perf_counter()
+        with self._lock:
+            return [(name, start, now if end is None else end) for name, start, end in self._spans]
 
     def totals_ms(self) -> dict[str, float]:
         totals: dict[str, float] = {}
-        with self._lock:
-            for store, start, end in self.spans:
-                totals[store] = totals.get(store, 0.0) + (end - start) * 1000
+        for store, start, end in self.spans:
+            totals[store] = totals.get(store, 0.0) + (end - start) * 1000
         return {store: round(ms, 2) for store, ms in totals.items()}
 
     def exclusive_ms(self, store: str) -> float:
         """Wall time spent waiting on `store` while no other store call was in flight."""
-        with self._lock:
-            mine = _union([(s, e) for name, s, e in self.spans if name == store])
-            others = _union([(s, e) for name, s, e in self.spans if name != store])
+        spans = self.spans
+        mine = _union([(s, e) for name, s, e in spans if name == store])
+        others = _union([(s, e) for name, s, e in spans if name != store])
         return round(sum(_minus(span, others) for span in mine) * 1000, 2)
 
 
@@ -99,11 +107,11 @@ def timed(store: str) -> Iterator[None]:
     if clock is None:
         yield
         return
-    started = time.perf_counter()
+    span = clock.add(store, time.perf_counter())
     try:
         yield
     finally:
-        clock.add(store, started, time.perf_counter())
+        span[2] = time.perf_counter()
 
 
 def in_request_context(call: Callable[[], T]) -> Callable[[], T]:

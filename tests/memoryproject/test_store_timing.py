@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.urls import reverse
 
@@ -35,9 +37,8 @@ def test_exclusive_time_leaves_out_what_another_store_overlapped() -> None:
 def test_outside_a_clock_timing_costs_nothing_and_records_nothing() -> None:
     with timed("redis"):
         pass
-    with measuring() as clock:
-        with timed("redis"):
-            pass
+    with measuring() as clock, timed("redis"):
+        pass
     assert list(clock.totals_ms()) == ["redis"]
 
 
@@ -67,3 +68,10 @@ def test_a_request_that_reaches_no_outside_store_reports_none(client) -> None:
     response = client.get("/healthz")
     assert response.status_code == 200
     assert "store." not in (response.get("Server-Timing") or "")
+
+
+def test_a_call_still_in_flight_counts_up_to_the_moment_read() -> None:
+    clock = StoreClock()
+    clock.add("elasticsearch", time.perf_counter() - 0.2)  # not finished
+    assert clock.totals_ms()["elasticsearch"] >= 200
+    assert clock.exclusive_ms("elasticsearch") >= 200
