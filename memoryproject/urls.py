@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path, register_converter
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from memoryproject import views
 from memoryproject.converters import ExternalIdConverter
@@ -15,6 +15,11 @@ urlpatterns = [
     path("v1/", include("memories.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path(
+        "api/redoc/",
+        SpectacularRedocView.as_view(url_name="schema", template_name="api_docs/redoc.html"),
+        name="redoc",
+    ),
     path("admin/", admin.site.urls),
 ]
 
