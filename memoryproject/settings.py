@@ -33,6 +33,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "memoryproject.metrics.RequestMetricsMiddleware",
     "memoryproject.logging.RequestIdMiddleware",
     "memoryproject.parsers.BodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -252,6 +253,8 @@ SPECTACULAR_SETTINGS = {
         "LtmMemoryTypeEnum": "memories.models.LtmCard.Type",
     },
 }
+# Who may read /metrics: requests bearing this token; when empty, loopback clients only.
+METRICS_TOKEN = env.string("METRICS_TOKEN", "")
 API_RATE_LIMIT_PER_MINUTE = env.integer("API_RATE_LIMIT_PER_MINUTE", 6000, minimum=1)
 API_MAX_BODY_BYTES = env.integer("API_MAX_BODY_BYTES", 4 * 1024 * 1024, minimum=1024)
 # 503 store_unavailable answers (a store is down) tell clients to retry after this long.

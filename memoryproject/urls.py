@@ -4,12 +4,14 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from memoryproject import views
 from memoryproject.converters import ExternalIdConverter
+from memoryproject.metrics import metrics_view
 
 register_converter(ExternalIdConverter, "extid")
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
+    path("metrics", metrics_view, name="metrics"),
     path("v1/", include("transcripts.urls")),
     path("v1/", include("profiles.urls")),
     path("v1/", include("memories.urls")),
