@@ -26,12 +26,14 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc assets, served by the service itself
     "profiles",
     "transcripts",
     "memories",
 ]
 
 MIDDLEWARE = [
+    "memoryproject.metrics.RequestMetricsMiddleware",
     "memoryproject.logging.RequestIdMiddleware",
     "memoryproject.store_timing.StoreTimingMiddleware",
     "memoryproject.parsers.BodyLimitMiddleware",
@@ -251,6 +253,11 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
+    # The docs pages load their scripts and styles from the service's own static files, so they
+    # render without internet access.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "memoryproject.schema.close_request_bodies",
@@ -261,6 +268,8 @@ SPECTACULAR_SETTINGS = {
         "LtmMemoryTypeEnum": "memories.models.LtmCard.Type",
     },
 }
+# Who may read /metrics: requests bearing this token; when empty, loopback clients only.
+METRICS_TOKEN = env.string("METRICS_TOKEN", "")
 API_RATE_LIMIT_PER_MINUTE = env.integer("API_RATE_LIMIT_PER_MINUTE", 6000, minimum=1)
 API_MAX_BODY_BYTES = env.integer("API_MAX_BODY_BYTES", 4 * 1024 * 1024, minimum=1024)
 # 503 store_unavailable answers (a store is down) tell clients to retry after this long.

@@ -1,20 +1,27 @@
 from django.contrib import admin
 from django.urls import include, path, register_converter
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from memoryproject import views
 from memoryproject.converters import ExternalIdConverter
+from memoryproject.metrics import metrics_view
 
 register_converter(ExternalIdConverter, "extid")
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
+    path("metrics", metrics_view, name="metrics"),
     path("v1/", include("transcripts.urls")),
     path("v1/", include("profiles.urls")),
     path("v1/", include("memories.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path(
+        "api/redoc/",
+        SpectacularRedocView.as_view(url_name="schema", template_name="api_docs/redoc.html"),
+        name="redoc",
+    ),
     path("admin/", admin.site.urls),
 ]
 

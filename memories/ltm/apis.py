@@ -138,17 +138,29 @@ class CardImportApi(APIView):
 
 
 class CardDetailApi(APIView):
-    """GET one card of the ledger; DELETE removes it from both indexes (admin)."""
+    """GET one card of the ledger; DELETE (admin) asks for its erasure, which a reviewer
+    approves before anything is removed."""
 
     required_scopes = {"GET": "read", "DELETE": "admin"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        description="One card of the long-term ledger in any status but deleted (erased: 404).",
+        responses=OpenApiTypes.OBJECT,
+    )
     def get(self, request: Request, memory_id: str) -> Response:
         return Response(card_view(card_for(tenant=request_tenant(request), memory_id=memory_id)))
 
-    @extend_schema(responses={202: OpenApiTypes.OBJECT})
+    @extend_schema(
+        description=(
+            "Ask to erase the card: answers 202 with a deletion request (`pending`) and removes "
+            "nothing yet. Once a reviewer approves it in the review queue, the card is erased "
+            "from PostgreSQL, Elasticsearch, Milvus and the caches and the request gets its "
+            "receipt; follow it at `GET /v1/deletions/{request_id}`. An open request for the "
+            "same card is returned as is."
+        ),
+        responses={202: OpenApiTypes.OBJECT},
+    )
     def delete(self, request: Request, memory_id: str) -> Response:
-        """Ask to erase the card; it is erased from every store once a reviewer approves."""
         from memories.review.apis import card_deletion_accepted
 
         return card_deletion_accepted(request, memory_id)

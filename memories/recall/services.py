@@ -53,6 +53,7 @@ from memories.stm.keys import Owner
 from memories.stm.store import now_seconds, recall_stm_store
 from memories.vocabulary import Vocabulary, default_vocabulary
 from memoryproject.errors import Invalid, StoreUnavailable
+from memoryproject.metrics import observe_recall
 from memoryproject.redaction import redact_text
 from profiles.models import Tenant
 from transcripts.selectors import session_is_users
@@ -290,6 +291,7 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     else:
         trace.notes.append("the session has not started: this recall is not recorded")
     trace.latency_ms["total"] = round((time.perf_counter() - started) * 1000, 2)
+    observe_recall(trace.latency_ms, trace.degraded)
     return RecallResult(
         recall_id=recall_id,
         blocks=blocks,

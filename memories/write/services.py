@@ -23,6 +23,7 @@ from memories.write.policy import Decision, ExistingState, decide, policy_for
 from memories.write.redaction import RedactedCandidate, redact_candidate
 from memories.write.statements import proposal_read
 from memoryproject.errors import Invalid
+from memoryproject.metrics import count_refusal
 from profiles.models import EndUser, Tenant
 from profiles.services import end_user_get_or_create
 
@@ -98,6 +99,7 @@ def proposals_submit(
 
     decided: list[tuple[Decision, StmItem | None, list[str]]] = []
     seen_in_batch: set[tuple[str, str]] = set()
+    sources: list[str] = []  # each candidate's source kind, for the refusal counter
     for redaction in redacted_all:
         candidate, redacted = redaction.candidate, redaction.kinds
         candidate = proposal_read(candidate, vocabulary)  # judged as the same words in a transcript
@@ -116,6 +118,7 @@ def proposals_submit(
             seen_in_batch.add((candidate.user_id, fingerprint))
             item = _item_for(candidate, owner=owner, fp=fingerprint, decision=decision, now=now)
         decided.append((decision, item, sorted(redacted)))
+        sources.append(candidate.source_kind)
 
     to_write = [item for _, item, _ in decided if item is not None]
     # Distinct timestamps keep index scores (and so paging cursors) unique within a batch.
@@ -123,9 +126,11 @@ def proposals_submit(
         item.created_at = item.updated_at = item.last_access_at = now + offset * 1e-4
     written = iter([] if dry_run else store.upsert(items=to_write, now=now))
     results = []
-    for decision, item, removed in decided:
+    for (decision, item, removed), source in zip(decided, sources, strict=True):
         if not decision.accepted:
             results.append(ProposalResult(decision, Outcome.REFUSED, redacted=removed))
+            if not dry_run:
+                count_refusal(source=source, reason=decision.refusal)
         elif dry_run or item is None:
             results.append(ProposalResult(decision, Outcome.WOULD_WRITE, redacted=removed))
         else:

@@ -1,0 +1,460 @@
+"""Typed request and response shapes of the service's API (v1).
+
+TypedDicts, so a response is the decoded JSON itself, with types for editors and type checkers.
+Request shapes list what the service accepts (NotRequired: it has a default); the SDK's tests
+check every shape against the service's OpenAPI schema (`/api/schema/`) and real answers.
+"""
+
+from typing import Any, Literal, NotRequired
+
+from typing_extensions import TypedDict
+
+Role = Literal["user", "assistant", "tool", "system"]
+StmMemoryType = Literal["fact", "decision", "hypothesis", "observation", "constraint", "preference"]
+LtmMemoryType = Literal["semantic_fact", "episodic_case", "procedure", "preference", "knowledge"]
+Layer = Literal["postgres", "redis", "ltm", "history"]
+SearchMode = Literal["lexical", "vector", "hybrid"]
+CardStatus = Literal["active", "archived"]
+ReviewStatus = Literal["pending", "approved", "rejected"]
+PermissionScope = Literal["read_only", "read_write", "admin"]
+
+
+# --- transcripts ----------------------------------------------------------------------------
+
+
+class EventIn(TypedDict):
+    """One event to append; give `id` (the SDK does when it is missing) so a retry is safe."""
+
+    role: Role
+    content: str
+    id: NotRequired[str]
+    tool_call_id: NotRequired[str]
+    metadata: NotRequired[dict[str, Any]]
+    created_at: NotRequired[str]  # ISO 8601; the service's receive time when left out
+
+
+class AppendRequest(TypedDict):
+    user_id: str
+    events: list[EventIn]
+    task_id: NotRequired[str]
+
+
+class AppendedEvent(TypedDict):
+    seq: int
+    id: str
+
+
+class AppendResponse(TypedDict):
+    session_id: str
+    created: bool  # False: a retry of an append already stored; nothing was written
+    event_count: int
+    head_hash: str
+    events: list[AppendedEvent]
+
+
+class ReplayQuery(TypedDict, total=False):
+    after: int
+    limit: int
+
+
+class EventOut(TypedDict):
+    seq: int
+    id: str
+    role: str
+    content: str
+    tool_call_id: str
+    metadata: dict[str, Any]
+    created_at: str
+    received_at: str
+
+
+class ReplayResponse(TypedDict):
+    session_id: str
+    user_id: str
+    task_id: str
+    event_count: int
+    next_after: int
+    has_more: bool
+    events: list[EventOut]
+
+
+class VerifyResponse(TypedDict):
+    session_id: str
+    ok: bool
+    segments_checked: int
+    events_checked: int
+    problems: list[dict[str, Any]]
+
+
+# --- profiles -------------------------------------------------------------------------------
+
+
+class ProfileFields(TypedDict, total=False):
+    language: str
+    answer_style: str
+    timezone: str
+    display_name: str
+    extras: dict[str, Any]
+
+
+class PreferenceIn(TypedDict):
+    key: str
+    value: Any
+    confidence: NotRequired[float]
+    source_ids: NotRequired[list[str]]
+
+
+class RoleIn(TypedDict):
+    project: str
+    role: str | None
+    permission_scope: NotRequired[PermissionScope]
+
+
+class FactIn(TypedDict):
+    key: str
+    value: Any
+    project: NotRequired[str]
+    source_ids: NotRequired[list[str]]
+
+
+class ProfilePatch(TypedDict, total=False):
+    profile: ProfileFields
+    preferences: list[PreferenceIn]
+    roles: list[RoleIn]
+    facts: list[FactIn]
+
+
+class ProfileResponse(TypedDict):
+    user_id: str
+    profile: dict[str, Any]
+    preferences: list[dict[str, Any]]
+    roles: list[dict[str, Any]]
+    facts: list[dict[str, Any]]
+
+
+# --- short-term memory ----------------------------------------------------------------------
+
+
+class ProposalSource(TypedDict, total=False):
+    kind: str
+    message_ids: list[str]
+    tool_call_ids: list[str]
+
+
+class Proposal(TypedDict):
+    user_id: str
+    session_id: str
+    memory_type: StmMemoryType
+    summary: str
+    task_id: NotRequired[str]
+    subtype: NotRequired[str]
+    detail: NotRequired[dict[str, Any]]
+    entities: NotRequired[list[str]]
+    tags: NotRequired[list[str]]
+    source: NotRequired[ProposalSource]
+    confidence: NotRequired[float]
+    importance: NotRequired[float]
+    canonical_fact_key: NotRequired[str]
+    fact_value: NotRequired[str]
+    verified: NotRequired[bool]
+    remember: NotRequired[bool]
+    ttl_minutes: NotRequired[int]
+
+
+class ProposalsRequest(TypedDict):
+    proposals: list[Proposal]
+
+
+class ProposalResult(TypedDict):
+    index: int
+    outcome: str
+    item_id: str | None
+    version: int | None
+    superseded_id: str | None
+    redacted: list[str]
+    accepted: bool
+    score: float
+    threshold_breakdown: dict[str, float]
+    write_profile: dict[str, Any]
+    ttl_minutes: int
+    refusal: str
+    policy_version: int
+    repeat: bool
+
+
+class ProposalsResponse(TypedDict):
+    dry_run: bool
+    results: list[ProposalResult]
+
+
+class StmQuery(TypedDict):
+    user_id: str
+    session_id: NotRequired[str]
+    task_id: NotRequired[str]
+    type: NotRequired[StmMemoryType]
+    entity: NotRequired[str]
+    before: NotRequired[float]
+    limit: NotRequired[int]
+
+
+class StmItem(TypedDict):
+    id: str
+    user_id: str
+    session_id: str
+    task_id: str
+    memory_type: str
+    subtype: str
+    summary: str
+    detail: dict[str, Any]
+    entities: list[str]
+    tags: list[str]
+    source: dict[str, Any]
+    confidence: float
+    importance: float
+    created_at: str
+    updated_at: str
+    last_access_at: str
+    expires_at: str
+    fingerprint: str
+    canonical_fact_key: str
+    fact_value: str
+    version: int
+    status: str
+    hit_count: int
+    sessions: list[str]
+    supersedes: str | None
+    superseded_by: str | None
+    verified: bool
+    remember: bool
+
+
+class StmItemWithProvenance(StmItem):
+    provenance: list[dict[str, Any]]
+
+
+class StmPage(TypedDict):
+    items: list[StmItem]
+    next_before: str | None  # pass back as `before` for the next page
+
+
+# --- long-term memory -----------------------------------------------------------------------
+
+
+class CardIn(TypedDict):
+    memory_type: LtmMemoryType
+    summary: str
+    id: NotRequired[str]
+    user_id: NotRequired[str]
+    project: NotRequired[str]
+    title: NotRequired[str]
+    content: NotRequired[str]
+    entities: NotRequired[list[str]]
+    tags: NotRequired[list[str]]
+    source_refs: NotRequired[dict[str, list[str]]]
+    importance: NotRequired[float]
+    confidence: NotRequired[float]
+
+
+class CardImportRequest(TypedDict):
+    cards: list[CardIn]
+
+
+class ImportedCard(TypedDict):
+    memory_id: str
+    version: int
+    outcome: str
+
+
+class CardImportResponse(TypedDict):
+    cards: list[ImportedCard]
+
+
+class Card(TypedDict):
+    memory_id: str
+    external_id: str | None
+    user_id: str | None
+    project: str | None
+    memory_type: str
+    title: str
+    summary: str
+    content: str
+    entities: list[str]
+    tags: list[str]
+    source_type: str
+    source_refs: dict[str, list[str]]
+    importance: float
+    confidence: float
+    access_count: int
+    status: str
+    version: int
+    created_at: str
+    updated_at: str
+
+
+class LtmSearchRequest(TypedDict):
+    query: str
+    mode: NotRequired[SearchMode]
+    k: NotRequired[int]
+    user_id: NotRequired[str]
+    project: NotRequired[str]
+    memory_types: NotRequired[list[LtmMemoryType]]
+    statuses: NotRequired[list[CardStatus]]
+
+
+class LtmHit(TypedDict):
+    memory_id: str
+    score: float
+    lexical_rank: int | None
+    lexical_score: float | None
+    vector_rank: int | None
+    vector_score: float | None
+    title: str
+    summary: str
+    memory_type: str
+    user_id: str | None
+
+
+class LtmSearchResponse(TypedDict):
+    mode: str
+    degraded: bool
+    failed_branches: list[str]
+    hits: list[LtmHit]
+
+
+# --- recall and compression -----------------------------------------------------------------
+
+
+class RecallRequest(TypedDict):
+    user_id: str
+    session_id: str
+    query: str
+    task_id: NotRequired[str]
+    project: NotRequired[str]
+    workspace: NotRequired[str]
+    budget_tokens: NotRequired[int]
+    k: NotRequired[int]
+    layers: NotRequired[list[Layer]]
+    explain: NotRequired[bool]
+
+
+class RecallItem(TypedDict):
+    memory_id: str
+    source: str  # the layer: postgres, redis, ltm or history
+    source_priority: int
+    memory_type: str
+    domain: str
+    text: str
+    shortened: bool
+    score: float
+    score_parts: dict[str, float]
+    weight: float
+    relevance: float
+    canonical_fact_key: str
+    provenance: dict[str, Any]
+
+
+class RecallResponse(TypedDict):
+    recall_id: str
+    profile_block: dict[str, Any]
+    constraints_block: dict[str, Any]
+    runtime_metadata_block: dict[str, Any]
+    items: list[RecallItem]
+    injection_text: str
+    token_estimate: int
+    budget_tokens: int
+    language: str
+    degraded: list[str]
+    explain: NotRequired[dict[str, Any]]  # with `explain: true`
+
+
+class CompressRequest(TypedDict):
+    budget_tokens: int
+    user_id: NotRequired[str]
+
+
+class CompressTokens(TypedDict):
+    budget: int
+    before: int
+    after: int
+    near_field: int
+
+
+class CompressResponse(TypedDict):
+    session_id: str
+    user_id: str
+    task_id: str
+    context: str
+    messages: list[dict[str, Any]]
+    summary: dict[str, Any] | None
+    tokens: CompressTokens
+    within_budget: bool
+    near_field: list[str]
+    stubbed: list[dict[str, Any]]
+    folded: list[dict[str, Any]]
+    omitted: list[dict[str, Any]]
+    tool_results: list[dict[str, Any]]
+    skipped: dict[str, Any] | None
+    language: str
+    notes: list[str]
+    degraded: list[str]
+
+
+# --- review ---------------------------------------------------------------------------------
+
+
+class DeletionRequestIn(TypedDict, total=False):
+    reason: str
+
+
+class Deletion(TypedDict):
+    request_id: str
+    kind: str
+    target: str
+    status: str  # pending, rejected, erasing, done
+    reason: str
+    decision_reason: str
+    decided_at: str | None
+    completed_at: str | None
+    attempts: int
+    last_error: str
+    receipt: dict[str, Any] | None
+    receipt_sha256: str | None
+    created_at: str
+
+
+class PromotionsQuery(TypedDict, total=False):
+    status: ReviewStatus
+    limit: int
+
+
+class Promotion(TypedDict):
+    request_id: str
+    path: str
+    origin: str
+    user_id: str | None
+    memory_type: str
+    proposal: dict[str, Any]
+    confidence: float
+    triggers: dict[str, Any]
+    status: str
+    decision_reason: str
+    result_ref: str | None
+    created_at: str
+    decided_at: str | None
+
+
+class PromotionsResponse(TypedDict):
+    promotions: list[Promotion]
+
+
+class UserExport(TypedDict):
+    format: int
+    user_id: str
+    created_at: str
+    layer1: dict[str, Any]
+    short_term: list[StmItem]
+    long_term: list[Card]
+    transcripts: list[dict[str, Any]]
+    history: dict[str, Any]
+    promotions: list[dict[str, Any]]
+    audit: list[dict[str, Any]]

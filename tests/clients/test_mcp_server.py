@@ -1,0 +1,180 @@
+"""The MCP server, driven by the official `mcp` client over stdio (and streamable HTTP) against
+the running service."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from agent_memory_client import MemoryClient
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from memories.models import DeletionRequest
+
+SDK = Path(__file__).resolve().parents[2] / "clients" / "python"
+TOOLS = {
+    "record_events",
+    "recall_context",
+    "propose_memories",
+    "search_memory",
+    "search_history",
+    "compress_session",
+    "forget_user",
+}
+
+
+def _env(service_url: str, api_key: str) -> dict[str, str]:
+    path = os.pathsep.join(filter(None, [str(SDK), os.environ.get("PYTHONPATH", "")]))
+    return {
+        **os.environ,
+        "MEMORY_API_URL": service_url,
+        "MEMORY_API_KEY": api_key,
+        "PYTHONPATH": path,
+    }
+
+
+def _data(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        return dict(result.structured_content)
+    return json.loads(result.content[0].text)
+
+
+async def _session_of_tools(client: Client) -> dict[str, Any]:
+    tools = {tool.name for tool in (await client.list_tools()).tools}
+    assert tools == TOOLS
+    seen: dict[str, Any] = {}
+    seen["record"] = _data(
+        await client.call_tool(
+            "record_events",
+            {
+                "session_id": "s-mcp",
+                "user_id": "u-mcp",
+                "events": [
+                    {"role": "user", "content": "Please remember that my cat is called Miso."},
+                    {"role": "assistant", "content": "I will remember Miso."},
+                ],
+            },
+        )
+    )
+    seen["propose"] = _data(
+        await client.call_tool(
+            "propose_memories",
+            {
+                "proposals": [
+                    {
+                        "user_id": "u-mcp",
+                        "session_id": "s-mcp",
+                        "memory_type": "fact",
+                        "summary": "The user's cat is called Miso.",
+                        "remember": True,
+                        "confidence": 0.9,
+                    }
+                ]
+            },
+        )
+    )
+    seen["recall"] = _data(
+        await client.call_tool(
+            "recall_context",
+            {
+                "user_id": "u-mcp",
+                "session_id": "s-mcp",
+                "query": "What is my cat called?",
+                "layers": ["postgres", "redis"],
+            },
+        )
+    )
+    seen["search"] = _data(await client.call_tool("search_memory", {"query": "cat Miso"}))
+    seen["history"] = _data(
+        await client.call_tool(
+            "search_history",
+            {"user_id": "u-mcp", "session_id": "s-mcp", "query": "what did I say about my cat"},
+        )
+    )
+    seen["compress"] = _data(
+        await client.call_tool("compress_session", {"session_id": "s-mcp", "budget_tokens": 200})
+    )
+    seen["forget"] = _data(await client.call_tool("forget_user", {"user_id": "u-mcp"}))
+    refused = await client.call_tool(
+        "record_events",
+        {"session_id": "s-mcp", "user_id": "u-other", "events": [{"role": "user", "content": "x"}]},
+    )
+    assert refused.is_error
+    seen["refused"] = refused.content[0].text
+    return seen
+
+
+def _check(seen: dict[str, Any], tenant, service_url: str, api_key: str) -> None:
+    assert seen["record"]["created"] and seen["record"]["event_count"] == 2
+    assert seen["propose"]["results"][0]["accepted"]
+    assert "Miso" in seen["recall"]["injection_text"]
+    assert any("Miso" in item["text"] for item in seen["recall"]["items"])
+    assert isinstance(seen["search"]["hits"], list)
+    assert isinstance(seen["history"]["entries"], list)
+    assert seen["compress"]["within_budget"] in (True, False)
+    assert seen["forget"]["status"] == "pending" and seen["forget"]["kind"] == "user"
+    assert "conflict: " in seen["refused"]  # another user's session; nothing written
+    with MemoryClient(service_url, api_key=api_key) as memory:
+        turns = [e for e in memory.iter_events("s-mcp") if e["role"] != "system"]  # not recalls
+    assert [e["role"] for e in turns] == ["user", "assistant"]
+    assert DeletionRequest.objects.filter(tenant=tenant, target="u-mcp").count() == 1
+
+
+def test_the_mcp_server_over_stdio(service_url: str, api_key: str, tenant) -> None:
+    async def drive() -> dict[str, Any]:
+        server = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "agent_memory_client.mcp_server"],
+            env=_env(service_url, api_key),
+        )
+        async with Client(server, read_timeout_seconds=60) as client:
+            return await _session_of_tools(client)
+
+    _check(asyncio.run(drive()), tenant, service_url, api_key)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_mcp_server_over_streamable_http(service_url: str, api_key: str, tenant) -> None:
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agent_memory_client.mcp_server", "--transport", "streamable-http"]
+        + ["--port", str(port)],
+        env=_env(service_url, api_key),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("the MCP server did not start listening")
+
+        async def drive() -> dict[str, Any]:
+            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as client:
+                return await _session_of_tools(client)
+
+        _check(asyncio.run(drive()), tenant, service_url, api_key)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
