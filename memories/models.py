@@ -435,6 +435,30 @@ class RecallEffectOutbox(models.Model):
         return str(self.record.get("recall_id", self.pk))
 
 
+class TenantPurge(models.Model):
+    """A deleted tenant whose data is still to be removed from the stores beside PostgreSQL.
+
+    Written in the transaction that deletes the tenant (so it holds the tenant's id, not a key
+    to a row that is gone, and the end users its Redis keys are named after); the purge task
+    empties Redis, Elasticsearch, Milvus and transcript storage and deletes this row once
+    nothing of the tenant is left there. A failed run keeps it for the next one.
+    """
+
+    tenant_id = models.PositiveBigIntegerField(db_index=True)
+    tenant_slug = models.CharField(max_length=64)
+    end_users = models.JSONField(default=list)  # [[pk, external_id], ...]
+    progress = models.JSONField(default=dict)  # what each step removed, by store
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_slug} ({self.tenant_id})"
+
+
 class PromotionPolicy(models.Model):
     """A tenant's thresholds for proposing short-term items for promotion to long-term layers."""
 

@@ -169,6 +169,36 @@ def erasures_resume_task() -> str:
     return f"resumed {len(stalled)}"
 
 
+@shared_task(
+    acks_late=True,
+    autoretry_for=(StoreUnavailable,),
+    retry_backoff=True,
+    retry_backoff_max=600,
+    max_retries=12,
+    soft_time_limit=1800,
+)
+def tenant_purge_task(*, purge_id: int) -> str:
+    """Remove a deleted tenant's data from Redis, Elasticsearch, Milvus and transcript storage."""
+    from memories.review.tenant_purge import tenant_purge
+    from memories.stm.locks import redis_lock
+
+    with redis_lock(f"tenant-purge:{purge_id}", ttl_seconds=1800) as acquired:
+        if not acquired:
+            return "busy"
+        return tenant_purge(purge_id=purge_id)
+
+
+@shared_task(acks_late=True, soft_time_limit=60)
+def tenant_purges_resume_task() -> str:
+    """Re-enqueue purges of deleted tenants that a store outage or a lost task left behind."""
+    from memories.review.tenant_purge import tenant_purges_pending
+
+    pending = tenant_purges_pending()
+    for purge_id in pending:
+        tenant_purge_task.delay(purge_id=purge_id)
+    return f"resumed {len(pending)}"
+
+
 @shared_task(acks_late=True, autoretry_for=(StoreUnavailable,), retry_backoff=True, max_retries=3)
 def reflection_run_task(*, cursor: int = 0) -> str:
     """Propose semantic cards from groups of related episodes; requeues while users remain."""

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 from pymilvus import DataType, MilvusClient, MilvusException
+from pymilvus.client.types import LoadState
 
 from memories.history.documents import HistoryDocument, HistoryMatch, HistoryScope
 from memories.ltm.vectors import _in, _quoted, embedding_signature, milvus_client
@@ -135,6 +136,19 @@ class MilvusHistoryIndex:
             self._client.get_server_version()
         except MilvusException as exc:
             raise _unavailable(exc) from exc
+
+    def ready(self) -> None:
+        """The server answers and the collection is loaded (searchable)."""
+        self.ping()
+        try:
+            state = self._client.get_load_state(self.collection).get("state")
+        except MilvusException as exc:
+            raise _unavailable(exc) from exc
+        if state != LoadState.Loaded:
+            raise StoreUnavailable(
+                f"Milvus collection {self.collection} is not loaded ({state}); the next vector "
+                "call loads it, or run `manage.py ensure_stores`."
+            )
 
     def drop(self) -> None:
         try:

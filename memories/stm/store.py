@@ -283,7 +283,8 @@ class RedisShortTermStore:
             raise StoreUnavailable(f"Redis: {exc}") from exc
 
     def erase_owner(self, *, owner: Owner, batch: int = 1000) -> int:
-        """Remove every key of this user and its expiry registration; returns keys removed.
+        """Remove every key of this user, its reflection mark and its expiry registration;
+        returns keys removed.
 
         Safe to repeat: a second run finds nothing and removes nothing.
         """
@@ -292,7 +293,38 @@ class RedisShortTermStore:
             names = self.owner_keys(owner)
             for start in range(0, len(names), batch):
                 removed += int(self._client.unlink(*names[start : start + batch]))
+            removed += int(self._client.unlink(keys.reflection_mark(owner)))
             self._client.zrem(keys.stm_expiring(), owner.tag)
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+        return removed
+
+    def tenant_keys(self, *, tenant_id: int) -> list[str]:
+        """Every short-term key and reflection mark of one tenant's end users (one scan each)."""
+        patterns = (keys.stm_tenant_pattern(tenant_id), keys.reflection_tenant_pattern(tenant_id))
+        try:
+            return [
+                _text(name)
+                for pattern in patterns
+                for name in self._client.scan_iter(match=pattern, count=1000)
+            ]
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+
+    def erase_tenant(self, *, tenant_id: int, batch: int = 1000) -> int:
+        """Remove every key of a (deleted) tenant's end users and their expiry registrations;
+        returns keys removed. Safe to repeat."""
+        removed = 0
+        try:
+            names = self.tenant_keys(tenant_id=tenant_id)
+            for start in range(0, len(names), batch):
+                removed += int(self._client.unlink(*names[start : start + batch]))
+            tags = [
+                _text(tag)
+                for tag, _ in self._client.zscan_iter(keys.stm_expiring(), match=f"{tenant_id}:*")
+            ]
+            for start in range(0, len(tags), batch):
+                self._client.zrem(keys.stm_expiring(), *tags[start : start + batch])
         except RedisError as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
         return removed
