@@ -46,7 +46,12 @@ from memories.review.audit import audit_verify
 from memories.review.deletion import deletion_approve, deletion_reject
 from memories.review.promotion import promotion_approve, promotion_merge, promotion_reject
 from memories.review.selectors import evidence_excerpt
-from memories.services import tenant_policy_save
+from memories.services import (
+    tenant_policy_delete,
+    tenant_policy_save,
+    vocabulary_entry_delete,
+    vocabulary_entry_save,
+)
 from memories.write.services import write_policy_publish
 from memoryproject.admin_redaction import RedactedDisplayMixin
 from memoryproject.errors import DomainError
@@ -99,6 +104,13 @@ class TenantPolicyAdmin(ScopedModelAdmin):
         self.check_tenant(request, obj)
         tenant_policy_save(policy=obj, staff=request.user)
 
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        tenant_policy_delete(policy=obj, staff=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for policy in queryset:
+            tenant_policy_delete(policy=policy, staff=request.user)
+
 
 @admin.register(RecallPolicy)
 class RecallPolicyAdmin(TenantPolicyAdmin):
@@ -136,10 +148,23 @@ class ForgettingPolicyAdmin(TenantPolicyAdmin):
 
 @admin.register(VocabularyEntry)
 class VocabularyEntryAdmin(ScopedModelAdmin):
+    """A tenant's word lists and patterns; every save and delete is audited."""
+
     list_display = ("kind", "value", "tenant", "created_at")
     list_filter = ("kind", TENANT_FILTER)
     search_fields = ("value",)
     list_select_related = ("tenant",)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        self.check_tenant(request, obj)
+        vocabulary_entry_save(entry=obj, staff=request.user)
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        vocabulary_entry_delete(entry=obj, staff=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for entry in queryset:
+            vocabulary_entry_delete(entry=entry, staff=request.user)
 
 
 @admin.register(LtmCard)
