@@ -248,6 +248,7 @@ def test_a_reviewer_approves_rejects_and_approves_a_deletion(live_server, browse
     assert deletion.decided_by == reviewer and len(deletion.receipt_sha256) == 64
     assert not UserPreference.objects.filter(pk=color.pk).exists()
     walk.shoot("deletion-approved")
+    walk.open(reverse("admin:memories_deletionrequest_changelist") + "?status=all")
     browser.find_element(By.LINK_TEXT, deletion.request_id).click()
     assert deletion.receipt_sha256 in walk.find(".field-receipt_sha256").text
     walk.shoot("deletion-receipt")
