@@ -15,6 +15,8 @@ from memories.write.candidates import Candidate
 from memories.write.services import Outcome, proposals_submit
 from profiles.models import UserPreference
 from profiles.services import preference_set
+from transcripts.models import Session
+from transcripts.selectors import events_after
 from tests.memories import test_review_admin
 from tests.memories.test_review_admin import QUEUE, path_a, path_b, promotion_url
 
@@ -189,6 +191,13 @@ def test_the_deletion_receipt_is_a_table_per_store_with_a_json_download(
     assert download["Content-Disposition"].startswith("attachment;")
     assert download["X-Receipt-SHA256"] == deletion.receipt_sha256
     assert json.loads(download.content) == deletion.receipt
+    # erasing one preference leaves the user's conversations alone
+    assert deletion.receipt["stores"]["transcripts"]["events"] == 0
+    session = Session.objects.get(tenant=mine, external_id="s-1")
+    assert (
+        session.end_user == alice
+        and len(events_after(session=session, after=0, limit=10).events) == 5
+    )
 
 
 def test_the_audit_trail_puts_time_and_actor_before_long_object_ids(review) -> None:
