@@ -137,6 +137,7 @@ class UserProfileForm(RedactedFieldsForm):
     class Meta:
         model = UserProfile
         fields = "__all__"
+        widgets = {"extras": forms.Textarea(attrs={"rows": 2, "cols": 60})}
 
 
 class UserProfileInline(ScopedStackedInline):

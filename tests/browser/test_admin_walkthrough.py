@@ -94,10 +94,10 @@ def browser(tmp_path: Path) -> Iterator[WebDriver]:
     options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
     driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(20)
-    driver.execute_cdp_cmd(  # the viewport itself is 1,366 x 900, whatever the window adds
-        "Emulation.setDeviceMetricsOverride",
-        {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False},
-    )
+    # The viewport itself is 1,366 x 900: the window is grown by what its frame takes.
+    driver.set_window_size(WIDTH, HEIGHT)
+    inner_w, inner_h = driver.execute_script("return [innerWidth, innerHeight]")
+    driver.set_window_size(2 * WIDTH - inner_w, 2 * HEIGHT - inner_h)
     try:
         yield driver
     finally:
@@ -139,6 +139,20 @@ class Walk:
     def scroll_to(self, css: str) -> WebElement:
         element = self.find(css)
         self.driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", element)
+        WebDriverWait(self.driver, 5).until(  # the admin scrolls smoothly
+            lambda driver: (
+                abs(
+                    driver.execute_script(
+                        "return arguments[0].getBoundingClientRect().top", element
+                    )
+                )
+                < 2
+                or driver.execute_script(
+                    "return window.innerHeight + window.scrollY"
+                    " >= document.documentElement.scrollHeight - 1"
+                )
+            )
+        )
         return element
 
     def fits_width(self) -> None:
@@ -273,7 +287,7 @@ def test_a_reviewer_and_tenant_admin_walk_through_the_admin(live_server, browser
     )
     item_id = short_term_item(tenant, alice)
     walk = Walk(browser, live_server.url)
-    assert browser.execute_script("return window.innerWidth") == WIDTH
+    assert browser.execute_script("return [innerWidth, innerHeight]") == [WIDTH, HEIGHT]
 
     # log in; the index shows what waits in each queue
     walk.open(reverse("admin:login") + "?next=" + reverse("admin:index"))
@@ -305,6 +319,7 @@ def test_a_reviewer_and_tenant_admin_walk_through_the_admin(live_server, browser
     value = walk.find("#id_value")
     value.clear()
     value.send_keys("short bullet points, at most five")
+    assert walk.find("#edited-note").is_displayed()
     walk.fits_width()
     walk.shoot("review-edit-en")
     walk.submit("input[name=_approve]")
@@ -394,6 +409,9 @@ def test_a_reviewer_and_tenant_admin_walk_through_the_admin(live_server, browser
     walk.submit("input[name=_continue]")
     error = walk.find("#project_roles-group .errorlist")
     assert error.is_displayed() and "End user: The inline value did not match" in error.text
+    summary = walk.find("#error-summary")  # and at the top of the page, where one looks first
+    assert "End user: The inline value did not match" in summary.text
+    walk.above_the_fold("#error-summary")
     assert UserProjectRole.objects.filter(end_user=alice).count() == 1
     walk.shoot("end-user-hidden-field-error")
 
@@ -406,9 +424,10 @@ def test_a_reviewer_and_tenant_admin_walk_through_the_admin(live_server, browser
     assert "导出任务改为每晚 02:00 运行" in walk.find("#stm-items").text
     assert chinese.request_id in walk.find("#pending-proposals").text
     assert walk.find("#export-download").get_attribute("href").endswith("/export.json")
+    # the panels sit below the form: hide the form for this shot so they fill the viewport
+    browser.execute_script("document.getElementById('enduser_form').style.display = 'none'")
     walk.shoot("end-user-memory")
-    walk.scroll_to("#stm-items")
-    walk.shoot("end-user-short-term")
+    browser.execute_script("document.getElementById('enduser_form').style.display = ''")
     walk.submit(f"#stm-{item_id} button.stm-delete")
     assert f"Deleted short-term item {item_id}" in walk.message()
     assert item_id not in walk.find("#stm-items").text
