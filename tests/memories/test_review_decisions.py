@@ -15,10 +15,10 @@ from memories.write.candidates import Candidate
 from memories.write.services import Outcome, proposals_submit
 from profiles.models import UserPreference
 from profiles.services import preference_set
-from transcripts.models import Session
-from transcripts.selectors import events_after
 from tests.memories import test_review_admin
 from tests.memories.test_review_admin import QUEUE, path_a, path_b, promotion_url
+from transcripts.models import Session
+from transcripts.selectors import events_after
 
 review = test_review_admin.review  # the same fixture: a reviewer of one of two tenants
 
