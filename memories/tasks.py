@@ -125,17 +125,25 @@ def ltm_forget_task() -> str:
 
 
 @shared_task(acks_late=True, autoretry_for=(StoreUnavailable,), retry_backoff=True, max_retries=3)
-def promotion_scan_task(*, cursor: int = 0) -> str:
-    """Propose short-term items that meet the promotion triggers; requeues while users remain."""
+def promotion_scan_task(*, cursor: int = 0, tenant_id: int | None = None) -> str:
+    """Propose short-term items that meet the promotion triggers (of one tenant, when given);
+    requeues while users remain."""
     from memories.review.promotion import promotion_scan
     from memories.stm.locks import redis_lock
+    from profiles.models import Tenant
 
-    with redis_lock("promotion-scan", ttl_seconds=600) as acquired:
+    tenant = None
+    if tenant_id is not None:
+        tenant = Tenant.objects.filter(pk=tenant_id, is_active=True).first()
+        if tenant is None:
+            return "gone"
+    lock = "promotion-scan" if tenant is None else f"promotion-scan:{tenant_id}"
+    with redis_lock(lock, ttl_seconds=600) as acquired:
         if not acquired:
             return "busy"
-        result = promotion_scan(cursor=cursor)
+        result = promotion_scan(cursor=cursor, tenant=tenant)
     if result.next_cursor:
-        promotion_scan_task.delay(cursor=result.next_cursor)
+        promotion_scan_task.delay(cursor=result.next_cursor, tenant_id=tenant_id)
     return f"examined {result.examined}, proposed {result.proposed}"
 
 

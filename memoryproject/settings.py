@@ -17,7 +17,7 @@ ALLOWED_HOSTS = env.csv_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testse
 CSRF_TRUSTED_ORIGINS = env.csv_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "memoryproject.admin_site.MemoryAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

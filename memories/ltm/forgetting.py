@@ -25,14 +25,16 @@ class ForgetResult:
     boosted: int
 
 
-def ltm_forget(*, now: datetime | None = None) -> ForgetResult:
-    """Apply every tenant's forgetting policy once (the beat job runs it daily)."""
+def ltm_forget(*, now: datetime | None = None, tenant: Tenant | None = None) -> ForgetResult:
+    """Apply every tenant's forgetting policy once, or one tenant's (the beat job runs it
+    daily)."""
     now = now or timezone.now()
     archived = decayed = boosted = 0
     policies = {p.tenant_id: p for p in ForgettingPolicy.objects.all()}
-    tenant_ids = LtmCard.objects.filter(status=LtmCard.Status.ACTIVE).values_list(
-        "tenant_id", flat=True
-    )
+    active = LtmCard.objects.filter(status=LtmCard.Status.ACTIVE)
+    if tenant is not None:
+        active = active.filter(tenant=tenant)
+    tenant_ids = active.values_list("tenant_id", flat=True)
     for tenant in Tenant.objects.filter(pk__in=tenant_ids):
         policy = policies.get(tenant.pk) or ForgettingPolicy(tenant=tenant)
         result = _forget_tenant(tenant=tenant, policy=policy, now=now)
