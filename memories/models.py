@@ -296,6 +296,26 @@ class ForgettingPolicy(models.Model):
             raise ValidationError("The minimum weight must not exceed the maximum.")
 
 
+class ForgettingCursor(models.Model):
+    """How far the forgetting job got through a tenant's cards on the day it last ran there.
+
+    A run that stopped resumes after `card_pk`; a tenant `finished` for a day is not faded
+    again that day, however often the job runs.
+    """
+
+    tenant = models.OneToOneField(
+        Tenant, on_delete=models.CASCADE, primary_key=True, related_name="forgetting_cursor"
+    )
+    day = models.DateField()
+    card_pk = models.BigIntegerField(default=0, help_text="The last card handled on `day`.")
+    finished = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        state = "finished" if self.finished else f"at card {self.card_pk}"
+        return f"forgetting of {self.tenant} on {self.day}: {state}"
+
+
 class ExtractionCursor(models.Model):
     """How far the extractors have read a session's transcript (its watermark)."""
 

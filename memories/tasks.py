@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from memoryproject.errors import StoreUnavailable
+from memoryproject.errors import DATABASE_OUTAGES, StoreUnavailable
 
 
 @shared_task(
@@ -115,13 +115,28 @@ def recall_effects_apply_task(*, records: list[dict] | None = None) -> str:
     return f"applied {result.applied} recalls"
 
 
-@shared_task(acks_late=True, soft_time_limit=600)
-def ltm_forget_task() -> str:
-    """Fade unused long-term cards, boost often recalled ones, archive old unimportant ones."""
+@shared_task(
+    acks_late=True,
+    autoretry_for=(StoreUnavailable, *DATABASE_OUTAGES),
+    retry_backoff=True,
+    retry_backoff_max=600,
+    max_retries=8,
+    soft_time_limit=300,
+)
+def ltm_forget_task(*, cards_per_batch: int = 500, budget_seconds: float = 240.0) -> str:
+    """Fade unused long-term cards, boost often recalled ones, archive old unimportant ones,
+    once a day per tenant; requeues itself while tenants remain."""
     from memories.ltm.forgetting import ltm_forget
 
-    result = ltm_forget()
-    return f"archived {result.archived}, decayed {result.decayed}, boosted {result.boosted}"
+    result = ltm_forget(cards_per_batch=cards_per_batch, budget_seconds=budget_seconds)
+    if result.more:
+        ltm_forget_task.delay(cards_per_batch=cards_per_batch, budget_seconds=budget_seconds)
+    if not result.ran:
+        return "busy"
+    return (
+        f"archived {result.archived}, decayed {result.decayed}, boosted {result.boosted} "
+        f"in {result.tenants} tenants"
+    )
 
 
 @shared_task(acks_late=True, autoretry_for=(StoreUnavailable,), retry_backoff=True, max_retries=3)
