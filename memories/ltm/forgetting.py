@@ -107,10 +107,10 @@ def _tenants_due(*, day: date, limit: int, only: Tenant | None = None) -> list[T
     done = Q(forgetting_cursor__day__gt=day) | Q(
         forgetting_cursor__day=day, forgetting_cursor__finished=True
     )
-    holding = LtmCard.objects.filter(status=LtmCard.Status.ACTIVE)
+    active = LtmCard.objects.filter(status=LtmCard.Status.ACTIVE)
     if only is not None:
-        holding = holding.filter(tenant=only)
-    holding = holding.values("tenant_id")
+        active = active.filter(tenant=only)
+    holding = active.values("tenant_id")
     return list(Tenant.objects.filter(pk__in=holding).exclude(done).order_by("pk")[:limit])
 
 
