@@ -296,6 +296,26 @@ class ForgettingPolicy(models.Model):
             raise ValidationError("The minimum weight must not exceed the maximum.")
 
 
+class ForgettingCursor(models.Model):
+    """How far the forgetting job got through a tenant's cards on the day it last ran there.
+
+    A run that stopped resumes after `card_pk`; a tenant `finished` for a day is not faded
+    again that day, however often the job runs.
+    """
+
+    tenant = models.OneToOneField(
+        Tenant, on_delete=models.CASCADE, primary_key=True, related_name="forgetting_cursor"
+    )
+    day = models.DateField()
+    card_pk = models.BigIntegerField(default=0, help_text="The last card handled on `day`.")
+    finished = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        state = "finished" if self.finished else f"at card {self.card_pk}"
+        return f"forgetting of {self.tenant} on {self.day}: {state}"
+
+
 class ExtractionCursor(models.Model):
     """How far the extractors have read a session's transcript (its watermark)."""
 
@@ -433,6 +453,30 @@ class RecallEffectOutbox(models.Model):
 
     def __str__(self) -> str:
         return str(self.record.get("recall_id", self.pk))
+
+
+class TenantPurge(models.Model):
+    """A deleted tenant whose data is still to be removed from the stores beside PostgreSQL.
+
+    Written in the transaction that deletes the tenant (so it holds the tenant's id, not a key
+    to a row that is gone, and the end users its Redis keys are named after); the purge task
+    empties Redis, Elasticsearch, Milvus and transcript storage and deletes this row once
+    nothing of the tenant is left there. A failed run keeps it for the next one.
+    """
+
+    tenant_id = models.PositiveBigIntegerField(db_index=True)
+    tenant_slug = models.CharField(max_length=64)
+    end_users = models.JSONField(default=list)  # [[pk, external_id], ...]
+    progress = models.JSONField(default=dict)  # what each step removed, by store
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_slug} ({self.tenant_id})"
 
 
 class PromotionPolicy(models.Model):

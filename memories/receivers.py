@@ -6,10 +6,10 @@ import logging
 from typing import Any
 
 from django.db import transaction
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
 
-from memories.models import ExtractionCursor, RecallPolicy, VocabularyEntry
+from memories.models import ExtractionCursor, RecallPolicy, TenantPurge, VocabularyEntry
 from memories.recall.cache import context_cache
 from memoryproject.errors import StoreUnavailable
 from profiles.models import (
@@ -116,3 +116,35 @@ for _model in (EndUser, StableFact, *USER_ROWS, *TENANT_ROWS):
             sender=_model,
             dispatch_uid=f"recall-context-{_signal is post_save}-{_model.__name__}",
         )
+
+
+# --- a deleted tenant's data beside PostgreSQL --------------------------------------------------
+@receiver(pre_delete, sender=Tenant, dispatch_uid="tenant-purge-record")
+def record_tenant_purge(sender: Any, instance: Tenant, **_: Any) -> None:
+    """Note, in the deleting transaction, what the purge must clear once the rows are gone."""
+    users = EndUser.objects.filter(tenant_id=instance.pk).values_list("pk", "external_id")
+    TenantPurge.objects.create(
+        tenant_id=instance.pk,
+        tenant_slug=instance.slug,
+        end_users=[[pk, external_id] for pk, external_id in users],
+    )
+
+
+@receiver(post_delete, sender=Tenant, dispatch_uid="tenant-purge-schedule")
+def schedule_tenant_purge(sender: Any, instance: Tenant, **_: Any) -> None:
+    """Purge after commit. Registered after the deleted rows' own commit callbacks (the tenant
+    row goes last, and this receiver is connected after the context invalidation), so no
+    counter they bump outlives the purge."""
+    from memories.tasks import tenant_purge_task
+
+    tenant_id = instance.pk
+
+    def enqueue() -> None:
+        purges = TenantPurge.objects.filter(tenant_id=tenant_id)
+        for purge_id in purges.values_list("pk", flat=True):
+            try:
+                tenant_purge_task.delay(purge_id=purge_id)
+            except Exception:  # the broker is down: the tenant-purges-resume beat job runs it
+                logger.warning("purge of deleted tenant %s not queued", tenant_id, exc_info=True)
+
+    transaction.on_commit(enqueue)

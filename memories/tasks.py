@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from memoryproject.errors import StoreUnavailable
+from memoryproject.errors import DATABASE_OUTAGES, StoreUnavailable
 
 
 @shared_task(
@@ -115,27 +115,50 @@ def recall_effects_apply_task(*, records: list[dict] | None = None) -> str:
     return f"applied {result.applied} recalls"
 
 
-@shared_task(acks_late=True, soft_time_limit=600)
-def ltm_forget_task() -> str:
-    """Fade unused long-term cards, boost often recalled ones, archive old unimportant ones."""
+@shared_task(
+    acks_late=True,
+    autoretry_for=(StoreUnavailable, *DATABASE_OUTAGES),
+    retry_backoff=True,
+    retry_backoff_max=600,
+    max_retries=8,
+    soft_time_limit=300,
+)
+def ltm_forget_task(*, cards_per_batch: int = 500, budget_seconds: float = 240.0) -> str:
+    """Fade unused long-term cards, boost often recalled ones, archive old unimportant ones,
+    once a day per tenant; requeues itself while tenants remain."""
     from memories.ltm.forgetting import ltm_forget
 
-    result = ltm_forget()
-    return f"archived {result.archived}, decayed {result.decayed}, boosted {result.boosted}"
+    result = ltm_forget(cards_per_batch=cards_per_batch, budget_seconds=budget_seconds)
+    if result.more:
+        ltm_forget_task.delay(cards_per_batch=cards_per_batch, budget_seconds=budget_seconds)
+    if not result.ran:
+        return "busy"
+    return (
+        f"archived {result.archived}, decayed {result.decayed}, boosted {result.boosted} "
+        f"in {result.tenants} tenants"
+    )
 
 
 @shared_task(acks_late=True, autoretry_for=(StoreUnavailable,), retry_backoff=True, max_retries=3)
-def promotion_scan_task(*, cursor: int = 0) -> str:
-    """Propose short-term items that meet the promotion triggers; requeues while users remain."""
+def promotion_scan_task(*, cursor: int = 0, tenant_id: int | None = None) -> str:
+    """Propose short-term items that meet the promotion triggers (of one tenant, when given);
+    requeues while users remain."""
     from memories.review.promotion import promotion_scan
     from memories.stm.locks import redis_lock
+    from profiles.models import Tenant
 
-    with redis_lock("promotion-scan", ttl_seconds=600) as acquired:
+    tenant = None
+    if tenant_id is not None:
+        tenant = Tenant.objects.filter(pk=tenant_id, is_active=True).first()
+        if tenant is None:
+            return "gone"
+    lock = "promotion-scan" if tenant is None else f"promotion-scan:{tenant_id}"
+    with redis_lock(lock, ttl_seconds=600) as acquired:
         if not acquired:
             return "busy"
-        result = promotion_scan(cursor=cursor)
+        result = promotion_scan(cursor=cursor, tenant=tenant)
     if result.next_cursor:
-        promotion_scan_task.delay(cursor=result.next_cursor)
+        promotion_scan_task.delay(cursor=result.next_cursor, tenant_id=tenant_id)
     return f"examined {result.examined}, proposed {result.proposed}"
 
 
@@ -167,6 +190,36 @@ def erasures_resume_task() -> str:
     for request_id in stalled:
         erasure_run_task.delay(request_id=request_id)
     return f"resumed {len(stalled)}"
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(StoreUnavailable,),
+    retry_backoff=True,
+    retry_backoff_max=600,
+    max_retries=12,
+    soft_time_limit=1800,
+)
+def tenant_purge_task(*, purge_id: int) -> str:
+    """Remove a deleted tenant's data from Redis, Elasticsearch, Milvus and transcript storage."""
+    from memories.review.tenant_purge import tenant_purge
+    from memories.stm.locks import redis_lock
+
+    with redis_lock(f"tenant-purge:{purge_id}", ttl_seconds=1800) as acquired:
+        if not acquired:
+            return "busy"
+        return tenant_purge(purge_id=purge_id)
+
+
+@shared_task(acks_late=True, soft_time_limit=60)
+def tenant_purges_resume_task() -> str:
+    """Re-enqueue purges of deleted tenants that a store outage or a lost task left behind."""
+    from memories.review.tenant_purge import tenant_purges_pending
+
+    pending = tenant_purges_pending()
+    for purge_id in pending:
+        tenant_purge_task.delay(purge_id=purge_id)
+    return f"resumed {len(pending)}"
 
 
 @shared_task(acks_late=True, autoretry_for=(StoreUnavailable,), retry_backoff=True, max_retries=3)

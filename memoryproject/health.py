@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db import connection, connections
 
+from memories.history.vectors import history_vector_index
 from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
 from memories.stm.redis_client import redis_connection
@@ -38,7 +39,8 @@ CHECKS: dict[str, Callable[[], None]] = {
     "postgres": _postgres,
     "redis": _redis,
     "elasticsearch": lambda: card_search_index().ping(),
-    "milvus": lambda: vector_index().ready(),  # answering, and its collection loaded
+    "milvus": lambda: vector_index().ready(),  # answering, and the card collection loaded
+    "milvus_history": lambda: history_vector_index().ready(),  # the history collection loaded
     "broker": _broker,
 }
 

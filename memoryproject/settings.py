@@ -17,7 +17,7 @@ ALLOWED_HOSTS = env.csv_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testse
 CSRF_TRUSTED_ORIGINS = env.csv_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "memoryproject.admin_site.MemoryAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -228,6 +228,11 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "reflection-run": {"task": "memories.tasks.reflection_run_task", "schedule": 6 * 3600.0},
     # Resume approved erasures that stopped while a store was down.
     "erasures-resume": {"task": "memories.tasks.erasures_resume_task", "schedule": 300.0},
+    # Finish purging deleted tenants' data from Redis, ES, Milvus and transcript storage.
+    "tenant-purges-resume": {
+        "task": "memories.tasks.tenant_purges_resume_task",
+        "schedule": 300.0,
+    },
 }
 
 # --- API ---------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
+from memoryproject.admin_forms import with_visible_errors
 from profiles.models import Tenant, TenantMembership
 from profiles.selectors import tenants_for_staff
 
@@ -44,6 +45,12 @@ class TenantScopedMixin:
 
     tenant_role: str = TenantMembership.Role.TENANT_ADMIN
     model: type[Model]
+    form: Any
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Every error shows on a field the page renders (memoryproject.admin_forms).
+        self.form = with_visible_errors(self.form)
 
     def _tenants(self, request: HttpRequest) -> QuerySet[Tenant]:
         return allowed_tenants(request, self.tenant_role)

@@ -17,6 +17,7 @@ from django.utils import timezone
 from memoryproject.errors import Conflict, Invalid
 from memoryproject.redaction import Redactor, Report, redactor_for
 from profiles.models import (
+    AgentSetting,
     ApiKey,
     EndUser,
     Project,
@@ -35,6 +36,37 @@ LAST_USED_PRECISION = timedelta(seconds=60)
 PROFILE_FIELDS = ("language", "answer_style", "timezone", "display_name", "extras")
 REDACTED_PROFILE_FIELDS = ("answer_style", "display_name", "extras")
 SENSITIVE_ONLY = "Holds nothing but sensitive data (redacted), so not stored."
+TENANT_FIELDS = ("slug", "name", "is_active")
+
+
+def staff_audit(
+    *,
+    tenant: Tenant | int,
+    action: str,
+    staff: Any,
+    object_type: str,
+    object_id: str,
+    before: Any = None,
+    after: Any = None,
+    details: dict[str, Any] | None = None,
+    end_user_pk: int | None = None,
+) -> None:
+    """Record a staff user's change of Layer 1 in the tenant's audit trail (in the caller's
+    transaction). The trail lives in the memory layers; the import stays local so this layer
+    does not depend on them at import time."""
+    from memories.review.audit import Actor, audit_record
+
+    audit_record(
+        tenant=tenant,
+        action=action,
+        actor=Actor.staff(staff),
+        object_type=object_type,
+        object_id=object_id,
+        before=before,
+        after=after,
+        end_user_pk=end_user_pk,
+        details=details,
+    )
 
 
 # --- API keys ----------------------------------------------------------------------------------
@@ -45,7 +77,8 @@ def api_key_create(
     scopes: Iterable[str],
     created_by: User | None = None,
 ) -> tuple[ApiKey, str]:
-    """Create a key and return it with its secret, which is shown once and never stored."""
+    """Create a key and return it with its secret, which is shown once and never stored;
+    a key a staff user creates (`created_by`) is an audit event."""
     scope_list = _valid_scopes(scopes)
     prefix = secrets.token_hex(6)
     secret = f"mk_{prefix}_{secrets.token_urlsafe(32)}"
@@ -57,7 +90,25 @@ def api_key_create(
         scopes=scope_list,
         created_by=created_by,
     )
+    if created_by is not None:  # keys made by commands and tests are not staff changes
+        staff_audit(
+            tenant=tenant,
+            action="create",
+            staff=created_by,
+            object_type="api_key",
+            object_id=f"api_key:{api_key.pk}",
+            after=_key_state(api_key),
+        )
     return api_key, secret
+
+
+def _key_state(api_key: ApiKey) -> dict[str, Any]:
+    return {
+        "name": api_key.name,
+        "prefix": api_key.prefix,
+        "scopes": list(api_key.scopes),
+        "revoked": api_key.revoked_at is not None,
+    }
 
 
 def _valid_scopes(scopes: Iterable[str]) -> list[str]:
@@ -87,38 +138,66 @@ def api_key_cache_forget(*, key_hashes: Iterable[str]) -> None:
     transaction.on_commit(lambda: api_key_cache().forget(hashes))
 
 
-def api_keys_revoke(*, keys: QuerySet[ApiKey]) -> int:
+def api_keys_revoke(*, keys: QuerySet[ApiKey], staff: Any = None) -> int:
     """Revoke every active key of `keys` in one step; later requests with them answer 401.
 
-    Returns how many keys were revoked (keys revoked before are left as they are).
+    Returns how many keys were revoked (keys revoked before are left as they are). With
+    `staff`, each revocation is an audit event of its tenant.
     """
     with transaction.atomic():
-        active = ApiKey.objects.select_for_update().filter(
-            pk__in=keys.values("pk"), revoked_at__isnull=True
+        active = list(
+            ApiKey.objects.select_for_update().filter(
+                pk__in=keys.values("pk"), revoked_at__isnull=True
+            )
         )
-        hashes = list(active.values_list("key_hash", flat=True))
+        hashes = [key.key_hash for key in active]
         revoked = ApiKey.objects.filter(key_hash__in=hashes).update(revoked_at=timezone.now())
         api_key_cache_forget(key_hashes=hashes)
+        for key in active if staff is not None else ():
+            before = _key_state(key)
+            staff_audit(
+                tenant=key.tenant_id,
+                action="revoke",
+                staff=staff,
+                object_type="api_key",
+                object_id=f"api_key:{key.pk}",
+                before=before,
+                after={**before, "revoked": True},
+            )
     return revoked
 
 
-def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
+def api_key_revoke(*, api_key: ApiKey, staff: Any = None) -> ApiKey:
     """Revoke a key at once; later requests with it answer 401."""
-    api_keys_revoke(keys=ApiKey.objects.filter(pk=api_key.pk))
+    api_keys_revoke(keys=ApiKey.objects.filter(pk=api_key.pk), staff=staff)
     api_key.refresh_from_db(fields=["revoked_at"])
     return api_key
 
 
-def api_key_update(*, api_key: ApiKey, name: str, scopes: Iterable[str]) -> ApiKey:
+def api_key_update(
+    *, api_key: ApiKey, name: str, scopes: Iterable[str], staff: Any = None
+) -> ApiKey:
     """Rename a key or change its scopes; fewer scopes hold from the next request on."""
     scope_list = _valid_scopes(scopes)
     with transaction.atomic():
         locked = ApiKey.objects.select_for_update().get(pk=api_key.pk)
         if locked.revoked_at is not None:
             raise Conflict("A revoked key cannot be changed.")
+        before = _key_state(locked)
         api_key.name, api_key.scopes = name, scope_list
         api_key.save(update_fields=["name", "scopes"])
         api_key_cache_forget(key_hashes=[locked.key_hash])
+        after = _key_state(api_key)
+        if staff is not None and after != before:
+            staff_audit(
+                tenant=api_key.tenant_id,
+                action="update",
+                staff=staff,
+                object_type="api_key",
+                object_id=f"api_key:{api_key.pk}",
+                before=before,
+                after=after,
+            )
     return api_key
 
 
@@ -237,8 +316,13 @@ def fact_set(
     source_ids: Sequence[str] = (),
     approved_by: User | None = None,
     redactor: Redactor | None = None,
+    staff: Any = None,
 ) -> StableFact:
-    """Set a stable fact for the tenant, one of its projects, or one end user, as a new version."""
+    """Set a stable fact for the tenant, one of its projects, or one end user, as a new version.
+
+    With `staff` (an admin's change of a tenant or project fact) it is an audit event; a
+    user's facts change through `profile_update`, which records its own.
+    """
     foreign_project = project is not None and project.tenant_id != tenant.pk
     if foreign_project or (end_user is not None and end_user.tenant_id != tenant.pk):
         raise Invalid("The project or user belongs to another tenant.")
@@ -269,6 +353,17 @@ def fact_set(
                 "approved_at": timezone.now() if approved_by else None,
             },
         )
+        if staff is not None:
+            staff_audit(
+                tenant=tenant,
+                action="update",
+                staff=staff,
+                object_type="fact",
+                object_id=f"fact:{row.pk}",
+                after={"key": key, "value": value, "scope": scope, "version": row.version},
+                end_user_pk=end_user.pk if end_user else None,
+                details={"keys": [key], "project": project.key if project else ""},
+            )
     assert isinstance(row, StableFact)
     return row
 
@@ -285,13 +380,20 @@ class ProfilePatch:
 
 @transaction.atomic
 def profile_update(
-    *, tenant: Tenant, external_id: str, patch: ProfilePatch, actor: Any = None
+    *,
+    tenant: Tenant,
+    external_id: str,
+    patch: ProfilePatch,
+    actor: Any = None,
+    staff: Any = None,
+    source: str = Source.API,
 ) -> EndUser:
     """Apply a profile patch as one unit: all of it lands or none of it (creates the user).
 
     Free text (display name, answer style, extras, preference and fact values) is redacted
     before anything is written; a value that held nothing but sensitive data refuses the
-    patch (`Invalid` naming e.g. `preferences.0.value`).
+    patch (`Invalid` naming e.g. `preferences.0.value`). The API passes its key as `actor`;
+    the admin passes the staff user as `staff` (and `source` admin): one audit event either way.
     """
     redactor = redactor_for(tenant)
     patch = redacted_patch(patch, redactor=redactor)
@@ -314,6 +416,7 @@ def profile_update(
             key=item["key"],
             value=item["value"],
             confidence=item.get("confidence", 1.0),
+            source=source,
             source_ids=item.get("source_ids", ()),
             redactor=redactor,
         )
@@ -340,11 +443,12 @@ def profile_update(
             value=item["value"],
             end_user=end_user,
             project=projects[item["project"]] if item.get("project") else None,
+            source=source,
             source_ids=item.get("source_ids", ()),
             redactor=redactor,
         )
     EndUser.objects.filter(pk=end_user.pk).update(updated_at=timezone.now())
-    _audit_profile_change(tenant, end_user, patch, actor)
+    _audit_profile_change(tenant, end_user, patch, actor, staff)
     return end_user
 
 
@@ -383,14 +487,16 @@ def redacted_patch(patch: ProfilePatch, *, redactor: Redactor) -> ProfilePatch:
 
 
 def _audit_profile_change(
-    tenant: Tenant, end_user: EndUser, patch: ProfilePatch, actor: Any
+    tenant: Tenant, end_user: EndUser, patch: ProfilePatch, actor: Any, staff: Any
 ) -> None:
     from memories.review.audit import Action, Actor, audit_record
 
+    if actor is None:
+        actor = Actor.staff(staff) if staff is not None else Actor.job("profile")
     audit_record(
         tenant=tenant,
         action=Action.UPDATE,
-        actor=actor or Actor.job("profile"),
+        actor=actor,
         object_type="profile",
         object_id=f"end_user:{end_user.pk}",  # not the tenant's id: audit outlives erasure
         after=asdict(patch),
@@ -427,27 +533,101 @@ def tenant_create(*, slug: str, name: str) -> Tenant:
     return tenant
 
 
-def tenant_save(*, tenant: Tenant) -> Tenant:
+def tenant_save(*, tenant: Tenant, staff: Any = None) -> Tenant:
     """Save a tenant edited by an admin; its keys' cached lookups (which carry the tenant's
-    slug, name and active flag) are dropped, so a deactivation holds from the next request."""
+    slug, name and active flag) are dropped, so a deactivation holds from the next request.
+    With `staff` the change is an audit event of the tenant."""
     with transaction.atomic():
+        before = (
+            Tenant.objects.filter(pk=tenant.pk).values(*TENANT_FIELDS).first()
+            if tenant.pk
+            else None
+        )
         tenant.save()
         _forget_keys_of(tenant_ids=[tenant.pk])
+        after = {name: getattr(tenant, name) for name in TENANT_FIELDS}
+        if staff is not None and after != before:
+            staff_audit(
+                tenant=tenant,
+                action="update" if before else "create",
+                staff=staff,
+                object_type="tenant",
+                object_id=f"tenant:{tenant.pk}",
+                before=before,
+                after=after,
+                details={
+                    "changed": sorted(k for k in after if not before or before[k] != after[k])
+                },
+            )
     return tenant
 
 
-def tenants_set_active(*, tenants: QuerySet[Tenant], is_active: bool) -> int:
+def tenants_set_active(*, tenants: QuerySet[Tenant], is_active: bool, staff: Any = None) -> int:
     """Activate or deactivate tenants in one step; a deactivated tenant's keys answer 401
-    from the next request on. Returns how many tenants changed."""
+    from the next request on. Returns how many tenants changed; with `staff` each change is
+    an audit event of its tenant."""
     with transaction.atomic():
         pks = list(tenants.select_for_update().values_list("pk", flat=True))
-        changed = (
+        changing = list(
             Tenant.objects.filter(pk__in=pks)
             .exclude(is_active=is_active)
-            .update(is_active=is_active)
+            .values(*TENANT_FIELDS, "pk")
+        )
+        changed = Tenant.objects.filter(pk__in=[row["pk"] for row in changing]).update(
+            is_active=is_active
         )
         _forget_keys_of(tenant_ids=pks)
+        for row in changing if staff is not None else ():
+            before = {name: row[name] for name in TENANT_FIELDS}
+            staff_audit(
+                tenant=row["pk"],
+                action="update",
+                staff=staff,
+                object_type="tenant",
+                object_id=f"tenant:{row['pk']}",
+                before=before,
+                after={**before, "is_active": is_active},
+                details={"changed": ["is_active"]},
+            )
     return changed
+
+
+def agent_setting_save(*, setting: AgentSetting, staff: Any) -> AgentSetting:
+    """Save an agent setting edited by an admin, with its audit event."""
+    with transaction.atomic():
+        before = (
+            AgentSetting.objects.filter(pk=setting.pk).values("key", "project_id", "value").first()
+            if setting.pk
+            else None
+        )
+        setting.full_clean()
+        setting.save()
+        staff_audit(
+            tenant=setting.tenant_id,
+            action="update" if before else "create",
+            staff=staff,
+            object_type="agent_setting",
+            object_id=f"agent_setting:{setting.pk}",
+            before=before,
+            after={"key": setting.key, "project_id": setting.project_id, "value": setting.value},
+            details={"keys": [setting.key]},
+        )
+    return setting
+
+
+def agent_setting_delete(*, setting: AgentSetting, staff: Any) -> None:
+    """Delete an agent setting, with its audit event."""
+    with transaction.atomic():
+        staff_audit(
+            tenant=setting.tenant_id,
+            action="delete",
+            staff=staff,
+            object_type="agent_setting",
+            object_id=f"agent_setting:{setting.pk}",
+            before={"key": setting.key, "project_id": setting.project_id, "value": setting.value},
+            details={"keys": [setting.key]},
+        )
+        setting.delete()
 
 
 def _forget_keys_of(*, tenant_ids: Sequence[int]) -> None:

@@ -28,3 +28,33 @@ def segment_read(*, name: str) -> bytes:
 
 def segment_delete(*, name: str) -> None:
     transcript_storage().delete(name)
+
+
+def segments_under(*, prefix: str) -> list[str]:
+    """Names of every stored segment object under `prefix` (a tenant's `<id>/`), at any depth."""
+    storage = transcript_storage()
+    found: list[str] = []
+    folders = [prefix.rstrip("/")]
+    try:
+        while folders:
+            folder = folders.pop()
+            try:
+                subfolders, files = storage.listdir(folder)
+            except FileNotFoundError:
+                continue
+            found += [f"{folder}/{name}" for name in files]
+            folders += [f"{folder}/{name}" for name in subfolders]
+    except OSError as exc:
+        raise StoreUnavailable(f"Transcript storage could not be listed: {exc}") from exc
+    return found
+
+
+def segments_delete(*, names: list[str]) -> int:
+    """Delete segment objects by name (those gone already count as deleted); returns how many."""
+    storage = transcript_storage()
+    try:
+        for name in names:
+            storage.delete(name)
+    except OSError as exc:
+        raise StoreUnavailable(f"Transcript storage refused a delete: {exc}") from exc
+    return len(names)

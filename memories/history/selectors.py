@@ -89,6 +89,7 @@ def history_search(
     mode: str = "hybrid",
     query_vector: Sequence[float] | None = None,
     timeout: float | None = None,
+    enabled: bool | None = None,
 ) -> HistorySearchResult:
     """The end user's history entries closest to `query`, best first.
 
@@ -96,13 +97,16 @@ def history_search(
     HISTORY_LEXICAL_WEIGHT, HISTORY_VECTOR_WEIGHT); `query_vector` saves embedding the query
     again. A branch that fails or takes longer than `timeout` (HISTORY_BRANCH_TIMEOUT_MS) is
     left out and named in `degraded`; if every branch fails the hits are empty. A tenant that
-    switched history off gets no hits.
+    switched history off gets no hits: `enabled` is its switch when the caller holds it already
+    (recall reads it with its cached policy); left out, it is read from PostgreSQL.
     """
     if mode not in MODES:
         raise Invalid(f"mode must be one of {', '.join(MODES)}.", fields={"mode": [mode]})
     if not 1 <= k <= MAX_K:
         raise Invalid(f"k must be between 1 and {MAX_K}.", fields={"k": [str(k)]})
-    if not user_id or not query.strip() or not history_enabled(tenant_id=tenant.pk):
+    if not user_id or not query.strip():
+        return HistorySearchResult(hits=[], degraded=[], latency_ms={})
+    if not (history_enabled(tenant_id=tenant.pk) if enabled is None else enabled):
         return HistorySearchResult(hits=[], degraded=[], latency_ms={})
     scope = HistoryScope(
         tenant_id=str(tenant.pk),

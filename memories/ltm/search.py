@@ -64,6 +64,7 @@ class CardSearchIndex(Protocol):
     ) -> dict[str, dict[str, Any]]: ...
     def versions(self) -> Iterator[tuple[str, int]]: ...
     def remove_user(self, *, tenant_id: str, user_id: str) -> int: ...
+    def remove_tenant(self, *, tenant_id: str) -> int: ...
     def remove_ids(self, *, ids: Sequence[str]) -> int: ...
     def ids_where(
         self, *, tenant_id: str, ids: Sequence[str] = (), user_id: str = ""
@@ -169,6 +170,19 @@ class ElasticsearchCardIndex:
                         ]
                     }
                 },
+                refresh=True,
+                conflicts="proceed",
+            )
+        except (ApiError, TransportError) as exc:
+            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        return int(response.get("deleted", 0))
+
+    def remove_tenant(self, *, tenant_id: str) -> int:
+        """Delete every card document of a (deleted) tenant, whatever its version; returns count."""
+        try:
+            response = self._client.delete_by_query(
+                index=self.alias,
+                query={"bool": {"filter": [{"term": {"tenant_id": tenant_id}}]}},
                 refresh=True,
                 conflicts="proceed",
             )

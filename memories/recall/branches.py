@@ -239,6 +239,7 @@ class MemorySearch:
             mode=mode,
             query_vector=vector,
             timeout=settings.LTM_BRANCH_TIMEOUT_SECONDS,
+            enabled=self._history_on,  # the switch of the cached recall policy
         )
 
     def _wait(self, names: list[str]) -> tuple[dict[str, Any], list[str]]:

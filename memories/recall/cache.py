@@ -84,6 +84,24 @@ class RedisContextCache:
         except RedisError as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
 
+    def forget_tenant(self, *, tenant_id: int, user_ids: Sequence[str]) -> int:
+        """Remove a (deleted) tenant's cached documents and counters, its users' too; returns
+        keys removed."""
+        return self._each_batch("unlink", _tenant_names(tenant_id, user_ids))
+
+    def tenant_keys_held(self, *, tenant_id: int, user_ids: Sequence[str]) -> int:
+        """How many cached documents and counters of a tenant and these users exist."""
+        return self._each_batch("exists", _tenant_names(tenant_id, user_ids))
+
+    def _each_batch(self, command: str, names: list[str]) -> int:
+        try:
+            pipe = self._client.pipeline(transaction=False)
+            for start in range(0, len(names), 1000):
+                getattr(pipe, command)(*names[start : start + 1000])
+            return sum(int(n) for n in pipe.execute())
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+
     def invalidate(self, *, tenant_id: int, user_ids: Sequence[str] = ()) -> None:
         """Bump the tenant's generation, or only these users' when given."""
         names = [keys.context_generation(tenant_id, u) for u in user_ids] or [
@@ -99,6 +117,14 @@ class RedisContextCache:
             pipe.execute()
         except RedisError as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
+
+
+def _tenant_names(tenant_id: int, user_ids: Sequence[str]) -> list[str]:
+    names = [keys.context_document(tenant_id), keys.context_generation(tenant_id)]
+    for user_id in user_ids:
+        names += [keys.context_document(tenant_id, user_id)]
+        names += [keys.context_generation(tenant_id, user_id)]
+    return names
 
 
 def _cached(raw: bytes | None, generation: bytes | None) -> Cached:

@@ -74,6 +74,7 @@ class Injection:
     items: list[MemoryCandidate]
     shortened: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    standing: list[str] = field(default_factory=list)  # standing rules whose lines were kept
 
 
 def fit_and_render(
@@ -133,12 +134,18 @@ def fit_and_render(
         last_optional = max(i for i, (_, optional) in enumerate(block_lines) if optional)
         block_lines.pop(last_optional)
         block_cost.pop(last_optional)
+    kept_lines = {line for line, _ in block_lines}
     return Injection(
         text=_render(block_lines, items, short, labels, task_id),
         token_estimate=total(),
         items=items,
         shortened=[c.memory_id for c in items if c.memory_id in short],
         dropped=dropped,
+        standing=[
+            rule["memory_id"]
+            for rule in blocks.constraints.get("standing", [])
+            if _standing_line(rule, labels) in kept_lines
+        ],
     )
 
 
@@ -164,9 +171,12 @@ def _block_lines(blocks: ContextBlocks, labels: dict[str, str]) -> list[tuple[st
             lines.append((f"- {fact['key']}: {_value(fact['value'])}", True))
     # The user's live short-term rules: constraints stay, preferences may go for budget.
     for rule in blocks.constraints.get("standing", []):
-        kind = rule["memory_type"]
-        lines.append((f"- {labels[kind]}: {_one_line(rule['text'])}", kind != "constraint"))
+        lines.append((_standing_line(rule, labels), rule["memory_type"] != "constraint"))
     return lines
+
+
+def _standing_line(rule: dict[str, Any], labels: dict[str, str]) -> str:
+    return f"- {labels[rule['memory_type']]}: {_one_line(rule['text'])}"
 
 
 def _render(

@@ -3,7 +3,9 @@
 Each recall pushes one record to a Redis list and, when the list was empty, schedules a task a
 moment later that applies everything queued in one batch: recall counts of short-term items,
 access counts of long-term cards, and one `system` event per recall in the session transcript,
-whose id is the recall id (so applying a batch twice appends nothing twice).
+whose id is the recall id (so applying a batch twice appends nothing twice). The event names
+everything injected: short-term items, cards, history entries (with the transcript events
+they copy) and the standing rules of the profile section.
 
 When Redis is unreachable (and with it the broker, usually the same server) the record is
 kept as a row of a PostgreSQL outbox instead, which the same task applies first once Redis
@@ -184,8 +186,13 @@ def _append_events(records: Sequence[dict[str, Any]]) -> None:
 
 
 def _event(record: dict[str, Any]) -> EventIn:
-    injected = [*record["stm"], *record["ltm"]]
+    # Records queued before history and standing rules were recorded lack those keys.
+    history = record.get("history", [])
+    standing = record.get("standing", [])
+    injected = [*record["stm"], *record["ltm"], *(entry["entry_id"] for entry in history)]
     content = f"recall {record['recall_id']}: injected {', '.join(injected) or 'nothing'}"
+    if standing:
+        content += f"; standing rules {', '.join(standing)}"
     return EventIn(
         role=Role.SYSTEM,
         content=content,
@@ -195,6 +202,8 @@ def _event(record: dict[str, Any]) -> EventIn:
             "recall_id": record["recall_id"],
             "stm": record["stm"],
             "ltm": record["ltm"],
+            "history": history,
+            "standing": standing,
             "degraded": record["degraded"],
         },
         occurred_at=datetime.fromtimestamp(record["at"], tz=UTC),

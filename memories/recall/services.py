@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -26,7 +25,7 @@ from memories.recall.asking import (
     start_asking,
 )
 from memories.recall.cache import Cached, recall_context_cache
-from memories.recall.compress import fit_and_render
+from memories.recall.compress import Injection, fit_and_render
 from memories.recall.context import (
     ContextBlocks,
     compose_blocks,
@@ -287,7 +286,7 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
 
     recall_id = f"rcl_{uuid.uuid4().hex[:20]}"
     if recorded:
-        _record(tenant, request, recall_id, owner, injection.items, trace)
+        _record(tenant, request, recall_id, owner, injection, trace)
     else:
         trace.notes.append("the session has not started: this recall is not recorded")
     trace.latency_ms["total"] = round((time.perf_counter() - started) * 1000, 2)
@@ -543,10 +542,11 @@ def _record(
     request: RecallRequest,
     recall_id: str,
     owner: Owner | None,
-    items: Sequence[MemoryCandidate],
+    injection: Injection,
     trace: _Trace,
 ) -> None:
     """Queue the access updates and the transcript event; applied in batches by a task."""
+    items = injection.items
     record = {
         "recall_id": recall_id,
         "tenant_id": tenant.pk,
@@ -557,6 +557,16 @@ def _record(
         "at": time.time(),
         "stm": [c.memory_id for c in items if c.source == "redis"],
         "ltm": [c.memory_id for c in items if c.source == "ltm"],
+        "history": [
+            {
+                "entry_id": c.memory_id,
+                "event_ids": list(c.provenance.get("event_ids", [])),
+                "session_id": c.provenance.get("session_id", ""),
+            }
+            for c in items
+            if c.source == "history"
+        ],
+        "standing": list(injection.standing),
         "degraded": list(trace.degraded),
     }
     from memories.recall.effects import recall_effects_schedule

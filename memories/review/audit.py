@@ -38,6 +38,8 @@ class Action:
     DELETE = "delete"
     ERASE = "erase"
     POLICY_CHANGE = "policy_change"
+    REVOKE = "revoke"
+    RETARGET = "retarget"
 
 
 @dataclass(frozen=True)

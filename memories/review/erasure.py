@@ -196,6 +196,8 @@ def _step_history(request: DeletionRequest, inventory: dict[str, Any]) -> dict[s
 
 def _step_transcripts(request: DeletionRequest, inventory: dict[str, Any]) -> dict[str, int]:
     counts = {"sessions": 0, "segments": 0, "events": 0}
+    if request.kind != Kind.USER:
+        return counts  # a card, fact or preference is erased, not the user's conversations
     # Sessions started since the inventory are the user's too.
     sessions = Session.objects.filter(
         Q(pk__in=inventory.get("session_pks", [])) | Q(end_user_id=inventory.get("end_user_pk"))

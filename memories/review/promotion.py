@@ -184,7 +184,7 @@ def _evidence_for(item: StmItem, check: TriggerCheck, now: float) -> dict[str, A
     }
 
 
-def _current_value(*, end_user: EndUser, key: str, target: str) -> dict[str, Any]:
+def current_value(*, end_user: EndUser, key: str, target: str) -> dict[str, Any]:
     row: UserPreference | StableFact | None
     if target == "preference":
         row = UserPreference.objects.filter(end_user=end_user, key=key, is_current=True).first()
@@ -303,7 +303,7 @@ def promotion_propose(
         return None
     proposal = _proposal_for(item, check.path)
     if check.path == PromotionRequest.Path.POSTGRES:
-        existing = _current_value(end_user=end_user, key=proposal["key"], target=proposal["target"])
+        existing = current_value(end_user=end_user, key=proposal["key"], target=proposal["target"])
         current = existing["current"]
         if current is not None and current["value"] == proposal["value"]:
             return None  # PostgreSQL holds it already
@@ -377,7 +377,7 @@ def promotion_scan(
 
 
 # --- reviewers' decisions ---------------------------------------------------------------------
-def _locked_pending(request: PromotionRequest) -> PromotionRequest:
+def locked_pending(request: PromotionRequest) -> PromotionRequest:
     locked = (
         PromotionRequest.objects.select_for_update(of=("self",))
         .select_related("end_user", "tenant")
@@ -502,7 +502,7 @@ def promotion_approve(
     reason: str = "",
 ) -> PromotionRequest:
     """Apply a proposal (optionally edited): path A writes PostgreSQL, path B creates a card."""
-    request = _locked_pending(request)
+    request = locked_pending(request)
     proposal = _edited(request, edits)
     before = request.proposal
     if request.path == PromotionRequest.Path.POSTGRES:
@@ -551,7 +551,7 @@ def promotion_reject(
     """Refuse a proposal; its fingerprint is not proposed again without new evidence."""
     if not reason.strip():
         raise Invalid("Say why the proposal is rejected.", fields={"reason": ["Required."]})
-    request = _locked_pending(request)
+    request = locked_pending(request)
     _decide(request, status=ReviewStatus.REJECTED, reviewer=reviewer, reason=reason.strip())
     audit_record(
         tenant=request.tenant,
@@ -568,17 +568,24 @@ def promotion_reject(
 
 @transaction.atomic
 def promotion_merge(
-    *, request: PromotionRequest, reviewer: AbstractBaseUser, memory_id: str, reason: str = ""
+    *,
+    request: PromotionRequest,
+    reviewer: AbstractBaseUser,
+    memory_id: str,
+    reason: str = "",
+    edits: Mapping[str, Any] | None = None,
 ) -> PromotionRequest:
-    """Fold a long-term card proposal into an existing card of the tenant instead."""
-    request = _locked_pending(request)
+    """Fold a long-term card proposal (optionally edited) into an existing card instead."""
+    request = locked_pending(request)
     if request.path != PromotionRequest.Path.LTM:
         raise Invalid("Only long-term card proposals can be merged into a card.")
+    proposal = _edited(request, edits)
     card = card_merge(
         tenant=request.tenant,
         memory_id=memory_id,
-        addition=_card_input(request, request.proposal),
+        addition=_card_input(request, proposal),
     )
+    request.proposal = proposal
     _decide(
         request,
         status=ReviewStatus.APPROVED,

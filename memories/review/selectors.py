@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from memoryproject.redaction import redactor_for
 from profiles.models import Tenant
@@ -88,3 +89,111 @@ def evidence_excerpt(
     shown = {event.message_id for event in events if event.evidence}
     missing = [m for m in dict.fromkeys(message_ids) if m not in shown]
     return Excerpt(events=events, missing=missing)
+
+
+def domain_keys_for(*, tenant: Tenant, also: Sequence[str] = ()) -> list[str]:
+    """The Layer 1 keys a reviewer may promote to: those the extractor's patterns fill
+    (`preference.<topic>`, `profile.display_name`, ...), those the tenant's preferences and facts
+    use already, and `also` (say, the proposal's own key); sorted, each valid."""
+    from memories.vocabulary import vocabulary_for
+    from profiles.domains import FACT_DOMAINS, key_problem
+    from profiles.models import StableFact, UserPreference
+
+    vocabulary = vocabulary_for(tenant=tenant)
+    found: set[str] = set(also)
+    for pattern in vocabulary.patterns.get("keyed_statement", ()):
+        found.update(name.replace("__", ".") for name in pattern.groupindex)
+    for pattern in vocabulary.patterns.get("preference_topic", ()):
+        found.update(f"preference.{name}" for name in pattern.groupindex)
+    for model in (UserPreference, StableFact):
+        found.update(
+            model.objects.filter(tenant=tenant, is_current=True)
+            .values_list("key", flat=True)
+            .distinct()[:500]
+        )
+    return sorted(key for key in found if key and key_problem(key, domains=FACT_DOMAINS) is None)
+
+
+@dataclass(frozen=True)
+class EndUserMemory:
+    """What every layer holds about one end user, for the admin's end-user page."""
+
+    preferences: list[Any]
+    facts: list[Any]
+    stm_items: list[Any]
+    stm_unavailable: str
+    cards: list[Any]
+    proposals: list[Any]
+    deletions: list[Any]
+
+
+def end_user_memory(*, end_user: Any, stm_limit: int = 50, cards_limit: int = 50) -> EndUserMemory:
+    """One end user's preference and fact history (every version), live short-term items
+    (from Redis, through `stm_items_for`), long-term cards, pending proposals and deletion
+    requests; texts redacted for display."""
+    from memories.models import DeletionRequest, LtmCard, PromotionRequest, ReviewStatus
+    from memories.stm.selectors import stm_items_for
+    from memories.stm.store import now_seconds
+    from memoryproject.errors import StoreUnavailable
+    from memoryproject.redaction import Report
+    from profiles.models import StableFact, UserPreference
+
+    tenant = end_user.tenant
+    redactor = redactor_for(tenant)
+
+    def shown(value: Any, key: str = "") -> Any:
+        return redactor.value(value, path="", report=Report(), context=key)
+
+    preferences = list(UserPreference.objects.filter(end_user=end_user).order_by("key", "-version"))
+    facts = list(
+        StableFact.objects.filter(end_user=end_user)
+        .select_related("project")
+        .order_by("key", "project_id", "-version")
+    )
+    for row in [*preferences, *facts]:
+        row.value = shown(row.value, row.key)
+    unavailable, now = "", now_seconds()
+    try:
+        items = stm_items_for(tenant=tenant, user_id=end_user.external_id, limit=stm_limit).items
+    except StoreUnavailable as exc:
+        items, unavailable = [], str(exc)[:200]
+    stm_items = [
+        {
+            "id": item.id,
+            "memory_type": item.memory_type,
+            "summary": shown(item.summary),
+            "key": item.canonical_fact_key,
+            "session_id": item.session_id,
+            "task_id": item.task_id,
+            "hits": item.hit_count,
+            "recalls": item.recall_count,
+            "expires_in_hours": round(max(item.expires_at - now, 0) / 3600, 1),
+        }
+        for item in items
+    ]
+    cards = list(
+        LtmCard.objects.filter(tenant=tenant, end_user=end_user)
+        .exclude(status=LtmCard.Status.DELETED)
+        .order_by("-updated_at")[:cards_limit]
+    )
+    for card in cards:
+        card.title, card.summary = shown(card.title), shown(card.summary)
+    proposals = list(
+        PromotionRequest.objects.filter(
+            tenant=tenant, end_user=end_user, status=ReviewStatus.PENDING
+        ).order_by("-created_at")
+    )
+    deletions = list(
+        DeletionRequest.objects.filter(tenant=tenant, subject_user=end_user.external_id).order_by(
+            "-created_at"
+        )[:20]
+    )
+    return EndUserMemory(
+        preferences=preferences,
+        facts=facts,
+        stm_items=stm_items,
+        stm_unavailable=unavailable,
+        cards=cards,
+        proposals=proposals,
+        deletions=deletions,
+    )

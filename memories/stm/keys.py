@@ -48,6 +48,11 @@ def stm_base(owner: Owner) -> str:
     return f"{_prefix()}:stm:{{{owner.tag}}}"
 
 
+def stm_tenant_pattern(tenant_id: int) -> str:
+    """Glob matching the short-term keys of every end user of one tenant."""
+    return f"{_prefix()}:stm:{{{tenant_id}:*"
+
+
 def stm_item(owner: Owner, item_id: str) -> str:
     return f"{stm_base(owner)}:item:{item_id}"
 
@@ -96,6 +101,11 @@ def api_key_touched(api_key_id: int) -> str:
 def reflection_mark(owner: Owner) -> str:
     """`updated_at` of the newest short-term item of a user that reflection has weighed."""
     return f"{_prefix()}:reflect:{owner.tag}"
+
+
+def reflection_tenant_pattern(tenant_id: int) -> str:
+    """Glob matching the reflection marks of every end user of one tenant."""
+    return f"{_prefix()}:reflect:{tenant_id}:*"
 
 
 def history_drain_scheduled() -> str:

@@ -57,3 +57,24 @@ def stm_expire_sweep(
                     count, more = store.sweep_owner(owner=owner, now=now, limit=items_per_call)
                     removed += count
         return SweepResult(removed=removed, owners=owners_seen, more=True)
+
+
+def stm_expire_sweep_tenant(*, tenant: Tenant, items_per_call: int = 1000) -> SweepResult:
+    """Delete every item of one tenant due by now: its users are found by paging the expiry
+    registry (`ZSCAN`, no key scan) and swept one by one."""
+    store = stm_store()
+    now = now_seconds()
+    removed = owners_seen = 0
+    cursor = 0
+    while True:
+        cursor, page = store.owners_page(cursor=cursor, count=500)
+        for owner in page:
+            if owner.tenant_id != tenant.pk:
+                continue
+            owners_seen += 1
+            more = True
+            while more:
+                count, more = store.sweep_owner(owner=owner, now=now, limit=items_per_call)
+                removed += count
+        if not cursor:
+            return SweepResult(removed=removed, owners=owners_seen, more=False)

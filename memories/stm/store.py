@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,7 +23,7 @@ from memories.stm.redis_client import recall_redis_connection, redis_connection
 from memoryproject.errors import StoreUnavailable
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
-SCRIPT_NAMES = ("upsert", "delete", "sweep", "touch")
+SCRIPT_NAMES = ("upsert", "delete", "sweep", "touch", "undo")
 INDEX_NAMES = ("session", "task", "entity", "type")
 
 
@@ -38,6 +38,9 @@ class UpsertResult:
     item_id: str
     version: int
     superseded_id: str = ""
+    # The changed item's fields (flat: name, value, ...) as they were before a merge or a
+    # supersede; empty for an insert. What `undo_upserts` puts back.
+    previous: tuple[str, ...] = field(default=(), repr=False)
 
 
 class ShortTermStore(Protocol):
@@ -79,9 +82,31 @@ class RedisShortTermStore:
                 item_id=_text(reply[1]),
                 version=int(reply[2]),
                 superseded_id=_text(reply[3]),
+                previous=tuple(_text(value) for value in reply[5]) if len(reply) > 5 else (),
             )
             for reply in replies
         ]
+
+    def undo_upserts(self, *, items: Sequence[StmItem], results: Sequence[UpsertResult]) -> None:
+        """Put the users' items back as they were before `upsert(items)` returned `results`:
+        for a caller whose own transaction failed after the upsert landed."""
+        steps: dict[Owner, list[dict[str, Any]]] = {}
+        for item, result in reversed(list(zip(items, results, strict=True))):
+            owner_steps = steps.setdefault(item.owner, [])
+            if result.outcome in ("inserted", "superseded"):
+                owner_steps.append({"drop": result.item_id})
+            if result.outcome in ("merged", "superseded") and result.previous:
+                owner_steps.append({"restore": list(result.previous)})
+        try:
+            expiries = [
+                (owner, self._scripts["undo"](keys=[keys.stm_base(owner)], args=[orjson.dumps(s)]))
+                for owner, s in steps.items()
+                if s
+            ]
+            # The scripts return each user's earliest expiry, so the registry is set, not lowered.
+            self._register_expiry(expiries, replace=True)
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
 
     def _upsert_transaction(self, items: Sequence[StmItem], now: float) -> list[Any]:
         # One round trip: one plain EVALSHA per user (a Script object would first ask
@@ -283,7 +308,8 @@ class RedisShortTermStore:
             raise StoreUnavailable(f"Redis: {exc}") from exc
 
     def erase_owner(self, *, owner: Owner, batch: int = 1000) -> int:
-        """Remove every key of this user and its expiry registration; returns keys removed.
+        """Remove every key of this user, its reflection mark and its expiry registration;
+        returns keys removed.
 
         Safe to repeat: a second run finds nothing and removes nothing.
         """
@@ -292,7 +318,38 @@ class RedisShortTermStore:
             names = self.owner_keys(owner)
             for start in range(0, len(names), batch):
                 removed += int(self._client.unlink(*names[start : start + batch]))
+            removed += int(self._client.unlink(keys.reflection_mark(owner)))
             self._client.zrem(keys.stm_expiring(), owner.tag)
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+        return removed
+
+    def tenant_keys(self, *, tenant_id: int) -> list[str]:
+        """Every short-term key and reflection mark of one tenant's end users (one scan each)."""
+        patterns = (keys.stm_tenant_pattern(tenant_id), keys.reflection_tenant_pattern(tenant_id))
+        try:
+            return [
+                _text(name)
+                for pattern in patterns
+                for name in self._client.scan_iter(match=pattern, count=1000)
+            ]
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+
+    def erase_tenant(self, *, tenant_id: int, batch: int = 1000) -> int:
+        """Remove every key of a (deleted) tenant's end users and their expiry registrations;
+        returns keys removed. Safe to repeat."""
+        removed = 0
+        try:
+            names = self.tenant_keys(tenant_id=tenant_id)
+            for start in range(0, len(names), batch):
+                removed += int(self._client.unlink(*names[start : start + batch]))
+            tags = [
+                _text(tag)
+                for tag, _ in self._client.zscan_iter(keys.stm_expiring(), match=f"{tenant_id}:*")
+            ]
+            for start in range(0, len(tags), batch):
+                self._client.zrem(keys.stm_expiring(), *tags[start : start + batch])
         except RedisError as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
         return removed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import uuid
 from collections.abc import Sequence
@@ -16,18 +17,19 @@ from memories.models import POLICY_FIELDS, WritePolicy
 from memories.review.audit import Action, Actor, audit_record
 from memories.stm.items import StmItem
 from memories.stm.keys import Owner
-from memories.stm.store import RedisShortTermStore, now_seconds, stm_store
-from memories.vocabulary import redactor_of, vocabulary_for
+from memories.stm.store import RedisShortTermStore, UpsertResult, now_seconds, stm_store
+from memories.vocabulary import Vocabulary, redactor_of, vocabulary_for
 from memories.write.candidates import Candidate
-from memories.write.policy import Decision, ExistingState, decide, policy_for
+from memories.write.policy import Decision, ExistingState, PolicySettings, decide, policy_for
 from memories.write.redaction import RedactedCandidate, redact_candidate
 from memories.write.statements import proposal_read
-from memoryproject.errors import Invalid
+from memoryproject.errors import Invalid, StoreUnavailable
 from memoryproject.metrics import count_refusal
 from profiles.models import EndUser, Tenant
 from profiles.services import end_user_get_or_create
 
 NEARBY_ITEMS = 20
+logger = logging.getLogger(__name__)
 
 
 class Outcome:
@@ -95,11 +97,66 @@ def proposals_submit(
         _refuse_sensitive(redacted_all)
     store = stm_store()
     now = now_seconds()
-    owners = _owners(tenant=tenant, user_ids={c.user_id for c in candidates}, create=not dry_run)
+    if dry_run:
+        owners = _owners(tenant=tenant, user_ids={c.user_id for c in candidates}, create=False)
+        decided = _decide_all(
+            redacted_all,
+            owners=owners,
+            store=store,
+            now=now,
+            settings=settings,
+            vocabulary=vocabulary,
+        )
+        return _results(decided, [], dry_run=True)
 
-    decided: list[tuple[Decision, StmItem | None, list[str]]] = []
+    # End users, the upsert and its audit land together: the end users and the audit events
+    # are one PostgreSQL transaction, the upsert its last step before the audit; when the
+    # audit or the commit fails after the upsert landed, the upsert is undone, so a failure
+    # at any step leaves no end user, audit event or item behind.
+    to_write: list[StmItem] = []
+    written: list[UpsertResult] = []
+    try:
+        with transaction.atomic():
+            owners = _owners(tenant=tenant, user_ids={c.user_id for c in candidates}, create=True)
+            decided = _decide_all(
+                redacted_all,
+                owners=owners,
+                store=store,
+                now=now,
+                settings=settings,
+                vocabulary=vocabulary,
+            )
+            to_write = [item for _, item, _ in decided if item is not None]
+            # Distinct timestamps keep index scores (and so paging cursors) unique in a batch.
+            for offset, item in enumerate(to_write):
+                item.created_at = item.updated_at = item.last_access_at = now + offset * 1e-4
+            written = store.upsert(items=to_write, now=now)
+            results = _results(decided, written, dry_run=False)
+            _audit_writes(tenant, [item for _, item, _ in decided], results, actor)
+    except BaseException:
+        if written:
+            _undo(store, to_write, written)
+        raise
+    for redaction, (decision, _, _) in zip(redacted_all, decided, strict=True):
+        if not decision.accepted:
+            count_refusal(source=redaction.candidate.source_kind, reason=decision.refusal)
+    return results
+
+
+Decided = list[tuple[Decision, StmItem | None, list[str]]]
+
+
+def _decide_all(
+    redacted_all: Sequence[RedactedCandidate],
+    *,
+    owners: dict[str, Owner],
+    store: RedisShortTermStore,
+    now: float,
+    settings: PolicySettings,
+    vocabulary: Vocabulary,
+) -> Decided:
+    decided: Decided = []
     seen_in_batch: set[tuple[str, str]] = set()
-    sources: list[str] = []  # each candidate's source kind, for the refusal counter
     for redaction in redacted_all:
         candidate, redacted = redaction.candidate, redaction.kinds
         candidate = proposal_read(candidate, vocabulary)  # judged as the same words in a transcript
@@ -118,23 +175,21 @@ def proposals_submit(
             seen_in_batch.add((candidate.user_id, fingerprint))
             item = _item_for(candidate, owner=owner, fp=fingerprint, decision=decision, now=now)
         decided.append((decision, item, sorted(redacted)))
-        sources.append(candidate.source_kind)
+    return decided
 
-    to_write = [item for _, item, _ in decided if item is not None]
-    # Distinct timestamps keep index scores (and so paging cursors) unique within a batch.
-    for offset, item in enumerate(to_write):
-        item.created_at = item.updated_at = item.last_access_at = now + offset * 1e-4
-    written = iter([] if dry_run else store.upsert(items=to_write, now=now))
+
+def _results(
+    decided: Decided, written: Sequence[UpsertResult], *, dry_run: bool
+) -> list[ProposalResult]:
+    upserts = iter(written)
     results = []
-    for (decision, item, removed), source in zip(decided, sources, strict=True):
+    for decision, item, removed in decided:
         if not decision.accepted:
             results.append(ProposalResult(decision, Outcome.REFUSED, redacted=removed))
-            if not dry_run:
-                count_refusal(source=source, reason=decision.refusal)
         elif dry_run or item is None:
             results.append(ProposalResult(decision, Outcome.WOULD_WRITE, redacted=removed))
         else:
-            upserted = next(written)
+            upserted = next(upserts)
             results.append(
                 ProposalResult(
                     decision,
@@ -145,9 +200,21 @@ def proposals_submit(
                     redacted=removed,
                 )
             )
-    if not dry_run:
-        _audit_writes(tenant, [item for _, item, _ in decided], results, actor)
     return results
+
+
+def _undo(
+    store: RedisShortTermStore, items: Sequence[StmItem], written: Sequence[UpsertResult]
+) -> None:
+    try:
+        store.undo_upserts(items=items, results=written)
+    except StoreUnavailable:
+        logger.error(
+            "could not undo %d short-term upserts after a failed submit: %s",
+            len(written),
+            ", ".join(r.item_id for r in written),
+            exc_info=True,
+        )
 
 
 def _refuse_sensitive(redacted: Sequence[RedactedCandidate]) -> None:

@@ -145,6 +145,10 @@ def _read(text: str, vocabulary: Vocabulary, *, end: str, hedged: bool, by_user:
         return Reading(Kind.EXCLUSION, f"rules something out ({pattern})", text)
     stripped = without_leads(text, vocabulary)
     if by_user and (constraint := _constraint(text, stripped, vocabulary)):
+        if _asks(text, end, vocabulary):
+            return Reading(Kind.NONE, "a question, not an instruction", text)
+        if advice := _advice(text, stripped, vocabulary):
+            return Reading(Kind.NONE, advice, text)
         return Reading(Kind.CONSTRAINT, constraint, text)
     decision = _first(vocabulary, "decision", text)
     personal = vocabulary.matches("personal_decision", stripped)
@@ -183,6 +187,23 @@ def _constraint(text: str, stripped: str, vocabulary: Vocabulary) -> str:
     if pattern := _first(vocabulary, "instruction", text):
         return f"an instruction ({pattern}) with {word}"
     return ""
+
+
+def _asks(text: str, end: str, vocabulary: Vocabulary) -> bool:
+    """Whether the sentence is a question ("Don't you think it's early?") rather than a request
+    put as one ("Never deploy on Fridays, ok?", "Could you never use tables?")."""
+    asked = "?" in end or "？" in end
+    return asked and not vocabulary.matches("request_question", text)
+
+
+def _advice(text: str, stripped: str, vocabulary: Vocabulary) -> str:
+    """Why an imperative is advice to the person spoken to about their own life, or ''.
+
+    "Make sure you stretch before your run" is said to a friend, not to the assistant: what
+    it asks concerns the listener's body, family, trips or plans, not the assistant's work.
+    """
+    pattern = _first(vocabulary, "advice", text) or _first(vocabulary, "advice", stripped)
+    return f"advice to the person spoken to about their own life ({pattern})" if pattern else ""
 
 
 def _preference(text: str, stripped: str, vocabulary: Vocabulary) -> str:

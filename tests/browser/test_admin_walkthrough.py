@@ -1,11 +1,12 @@
-"""A reviewer's walk through the admin in headless Chromium, against a live server.
-
-Screenshots go to $WALKTHROUGH_SCREENSHOTS (default var/screenshots/).
+"""A reviewer's and tenant admin's walk through the admin in headless Chromium, against a live
+server, with Chinese and English data. Every page is shot at 1,366 x 900, what a reviewer sees
+without scrolling, into $WALKTHROUGH_SCREENSHOTS (default var/screenshots/).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,14 +24,16 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from memories.models import DeletionRequest, PromotionRequest, ReviewStatus
 from memories.review.audit import Actor
 from memories.review.deletion import deletion_request
-from profiles.models import EndUser, Tenant, TenantMembership, UserPreference
+from memories.write.candidates import Candidate
+from memories.write.services import proposals_submit
+from profiles.models import EndUser, Tenant, TenantMembership, UserPreference, UserProjectRole
 from profiles.services import preference_set
-from tests.factories import EndUserFactory, MembershipFactory, TenantFactory
+from tests.factories import EndUserFactory, MembershipFactory, ProjectFactory, TenantFactory
 from transcripts.services import EventIn, Role, events_append
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -47,10 +50,21 @@ FLAGS = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--window-size=1400,1000",
+    "--window-size=1366,900",
+    "--lang=en-US",
 )
-WIDTH = 1400
+WIDTH, HEIGHT = 1366, 900
 PASSWORD = "walk-through-pw"
+
+
+def _has_cjk_font() -> bool:
+    try:
+        found = subprocess.run(
+            ["fc-list", ":lang=zh", "family"], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return bool(found.stdout.strip())
 
 
 def screenshot_dir() -> Path:
@@ -63,11 +77,14 @@ def screenshot_dir() -> Path:
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[WebDriver]:
     missing = [str(path) for path in (CHROMIUM, CHROMEDRIVER) if not path.exists()]
+    if not _has_cjk_font():
+        missing.append("a CJK font (Debian package fonts-noto-cjk)")
     if missing:
         pytest.fail(
             f"{' and '.join(missing)} not found. The admin walkthrough drives Chromium from the "
-            "Debian packages chromium and chromium-driver; ./scripts/test.sh installs them "
-            "(as root: apt-get install -y --no-install-recommends chromium chromium-driver).",
+            "Debian packages chromium and chromium-driver with fonts-noto-cjk; ./scripts/test.sh "
+            "installs them (as root: apt-get install -y --no-install-recommends chromium "
+            "chromium-driver fonts-noto-cjk).",
             pytrace=False,
         )
     options = Options()
@@ -77,6 +94,10 @@ def browser(tmp_path: Path) -> Iterator[WebDriver]:
     options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
     driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(20)
+    # The viewport itself is 1,366 x 900: the window is grown by what its frame takes.
+    driver.set_window_size(WIDTH, HEIGHT)
+    inner_w, inner_h = driver.execute_script("return [innerWidth, innerHeight]")
+    driver.set_window_size(2 * WIDTH - inner_w, 2 * HEIGHT - inner_h)
     try:
         yield driver
     finally:
@@ -109,13 +130,44 @@ class Walk:
         return self.find(f"ul.messagelist li.{level}").text
 
     def shoot(self, name: str) -> Path:
-        """Save the whole page (the window grows to the page's height first)."""
-        height = self.driver.execute_script("return document.documentElement.scrollHeight")
-        self.driver.set_window_size(WIDTH, min(max(int(height) + 140, 800), 5000))
+        """Save what the 1,366 x 900 viewport shows."""
         self.count += 1
         path = self.shots / f"{self.count:02d}-{name}.png"
         assert self.driver.save_screenshot(str(path)), f"no screenshot saved at {path}"
         return path
+
+    def scroll_to(self, css: str) -> WebElement:
+        element = self.find(css)
+        self.driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", element)
+        WebDriverWait(self.driver, 5).until(  # the admin scrolls smoothly
+            lambda driver: (
+                abs(
+                    driver.execute_script(
+                        "return arguments[0].getBoundingClientRect().top", element
+                    )
+                )
+                < 2
+                or driver.execute_script(
+                    "return window.innerHeight + window.scrollY"
+                    " >= document.documentElement.scrollHeight - 1"
+                )
+            )
+        )
+        return element
+
+    def fits_width(self) -> None:
+        """Nothing on the page needs horizontal scrolling at 1,366 px."""
+        width = self.driver.execute_script("return document.documentElement.scrollWidth")
+        assert width <= WIDTH, f"the page is {width} px wide at {WIDTH} px"
+
+    def above_the_fold(self, css: str) -> None:
+        top = self.driver.execute_script(
+            "return arguments[0].getBoundingClientRect().bottom + window.scrollY", self.find(css)
+        )
+        assert top <= HEIGHT, f"{css} ends at {top} px, below the first {HEIGHT} px"
+
+    def check(self, css: str, value: str) -> None:
+        Select(self.find(css)).select_by_value(value)
 
 
 def conversation(tenant: Tenant, end_user: EndUser) -> list[str]:
@@ -124,7 +176,9 @@ def conversation(tenant: Tenant, end_user: EndUser) -> list[str]:
         (Role.ASSISTANT, "Looking at it. Should I post the full log?"),
         (Role.USER, "No, keep it short: bullet points only, please."),
         (Role.ASSISTANT, "Got it, short bullet points from now on."),
-        (Role.USER, "And answer in English even when the log is in German."),
+        (Role.USER, "以后请用中文回答，我的卡号是 4111 1111 1111 1111，别记这个。"),
+        (Role.ASSISTANT, "好的，以后用中文回答。"),
+        (Role.USER, "报告里的数据请用表格列出来。"),
     ]
     events = [
         EventIn(role=role, content=text, message_id=f"msg-{n}")
@@ -135,7 +189,7 @@ def conversation(tenant: Tenant, end_user: EndUser) -> list[str]:
 
 
 def proposal(
-    tenant: Tenant, end_user: EndUser, *, key: str, value: Any, message_id: str
+    tenant: Tenant, end_user: EndUser, *, key: str, value: Any, message_id: str, summary: str = ""
 ) -> PromotionRequest:
     return PromotionRequest.objects.create(
         request_id=f"prm_{uuid.uuid4().hex[:20]}",
@@ -156,7 +210,12 @@ def proposal(
             "hits": 3,
             "recalls": 2,
             "age_hours": 26.0,
-            "item": {"summary": f"prefers {value}", "memory_type": "preference"},
+            "item": {
+                "summary": summary or f"prefers {value}",
+                "memory_type": "preference",
+                "canonical_fact_key": key,
+                "fact_value": value,
+            },
         },
         existing={"current": None},
         confidence=0.88,
@@ -164,20 +223,60 @@ def proposal(
     )
 
 
-def test_a_reviewer_approves_rejects_and_approves_a_deletion(live_server, browser) -> None:
-    started = time.monotonic()
-    # given: a reviewer of one tenant, two pending proposals and one pending deletion
-    tenant = TenantFactory(slug="acme", name="Acme")
-    reviewer = get_user_model().objects.create_user(
-        username="rita", password=PASSWORD, is_staff=True
+def short_term_item(tenant: Tenant, end_user: EndUser) -> str:
+    [written] = proposals_submit(
+        tenant=tenant,
+        candidates=[
+            Candidate(
+                user_id=end_user.external_id,
+                session_id="sess-1",
+                memory_type="decision",
+                subtype="decision",
+                summary="导出任务改为每晚 02:00 运行，失败时重试三次",
+                verified=True,
+            )
+        ],
     )
-    MembershipFactory(user=reviewer, tenant=tenant, role=TenantMembership.Role.REVIEWER)
+    assert written.item_id, written
+    return written.item_id
+
+
+def test_a_reviewer_and_tenant_admin_walk_through_the_admin(live_server, browser) -> None:
+    started = time.monotonic()
+    # given: a reviewer who is also the tenant's admin, an end user with a bilingual
+    # conversation, four pending proposals, a live short-term item and a pending deletion
+    tenant = TenantFactory(slug="acme", name="Acme 示例")
+    ProjectFactory(tenant=tenant, key="export", name="Nightly export 夜间导出")
+    rita = get_user_model().objects.create_user(username="rita", password=PASSWORD, is_staff=True)
+    for role in (TenantMembership.Role.REVIEWER, TenantMembership.Role.TENANT_ADMIN):
+        MembershipFactory(user=rita, tenant=tenant, role=role)
+    actor = f"staff:{rita.pk}:rita"
     alice = EndUserFactory(tenant=tenant, external_id="alice")
+    other = EndUserFactory(tenant=tenant, external_id="bob")
     ids = conversation(tenant, alice)
     style = proposal(
         tenant, alice, key="preference.answer_style", value="short bullet points", message_id=ids[2]
     )
-    language = proposal(tenant, alice, key="preference.language", value="German", message_id=ids[4])
+    chinese = proposal(
+        tenant,
+        alice,
+        key="preference.language",
+        value="中文",
+        message_id=ids[4],
+        summary="用户希望以后用中文回答",
+    )
+    bulk = [
+        proposal(tenant, alice, key="preference.tone", value="friendly", message_id=ids[3]),
+        proposal(
+            tenant,
+            alice,
+            key="preference.examples",
+            value="多举例子",
+            message_id=ids[6],
+            summary="希望多举例子",
+        ),
+    ]
+    preference_set(end_user=alice, key="preference.format", value="要点列表")
     color = preference_set(end_user=alice, key="preference.color", value="teal")
     deletion, _ = deletion_request(
         tenant=tenant,
@@ -186,70 +285,179 @@ def test_a_reviewer_approves_rejects_and_approves_a_deletion(live_server, browse
         actor=Actor.job("walkthrough"),
         reason="the user asked to forget it",
     )
+    item_id = short_term_item(tenant, alice)
     walk = Walk(browser, live_server.url)
+    assert browser.execute_script("return [innerWidth, innerHeight]") == [WIDTH, HEIGHT]
 
-    # log in
+    # log in; the index shows what waits in each queue
     walk.open(reverse("admin:login") + "?next=" + reverse("admin:index"))
     walk.find("#id_username").send_keys("rita")
     walk.find("#id_password").send_keys(PASSWORD)
     walk.shoot("login")
     walk.submit("#login-form input[type=submit]")
     assert "log out" in walk.find("#user-tools").text.lower()
+    assert walk.find(".model-promotionrequest .pending-badge").text == "4 pending"
+    assert walk.find(".model-deletionrequest .pending-badge").text == "1 pending"
     walk.shoot("admin-index")
 
-    # the promotion queue, styled by the admin's own CSS
+    # the promotion queue opens on Pending, with counts, every column on screen
     walk.find("a[href$='/memories/promotionrequest/']").click()
     walk.find("#result_list")
-    queue = browser.page_source
-    assert style.request_id in queue and language.request_id in queue
+    assert "Pending review (4)" in walk.find("#changelist-filter").text
     assert walk.find("#header").value_of_css_property("background-color") != "rgba(0, 0, 0, 0)"
+    walk.fits_width()
+    for column in ("status", "created", "decided_by"):
+        walk.above_the_fold(f"#result_list th.column-{column}")
     walk.shoot("promotion-queue")
 
-    # approve the first proposal from its review page
+    # edit, then approve: the edit is what is written
     browser.find_element(By.LINK_TEXT, style.request_id).click()
+    walk.above_the_fold("input[name=_approve]")
+    walk.above_the_fold("input[name=_reject]")
     assert "short bullet points" in walk.find("table.diff").text
     assert "bullet points only" in walk.find("#transcript-excerpt tr.evidence").text
-    walk.shoot("review-approve")
+    value = walk.find("#id_value")
+    value.clear()
+    value.send_keys("short bullet points, at most five")
+    assert walk.find("#edited-note").is_displayed()
+    walk.fits_width()
+    walk.shoot("review-edit-en")
     walk.submit("input[name=_approve]")
-    assert f"Approved {style.request_id}" in walk.message()
-    style.refresh_from_db()
-    assert (style.status, style.decided_by) == (ReviewStatus.APPROVED, reviewer)
-    assert (
-        UserPreference.objects.get(
-            end_user=alice, key="preference.answer_style", is_current=True
-        ).value
-        == "short bullet points"
+    assert f"Approved with edits {style.request_id}" in walk.message()
+    current = UserPreference.objects.get(
+        end_user=alice, key="preference.answer_style", is_current=True
     )
+    assert current.value == "short bullet points, at most five"
+    style.refresh_from_db()
+    assert (style.status, style.decided_by) == (ReviewStatus.APPROVED, rita)
     walk.shoot("approved")
 
-    # reject the second with a reason
-    browser.find_element(By.LINK_TEXT, language.request_id).click()
-    walk.find("#id_reason").send_keys("Language of the log, not a preference.")
-    walk.shoot("review-reject")
-    walk.submit("input[name=_reject]")
-    assert f"Rejected {language.request_id}" in walk.message()
-    language.refresh_from_db()
-    assert (language.status, language.decision_reason) == (
-        ReviewStatus.REJECTED,
-        "Language of the log, not a preference.",
+    # retarget A → B, then B → A under another key: the diff shows that key's current value
+    walk.open(reverse("admin:memories_promotionrequest_change", args=[chinese.pk]))
+    assert "[REDACTED:bank_card]" in walk.find("#transcript-excerpt").text
+    assert "4111 1111" not in browser.page_source
+    walk.shoot("review-zh")
+    walk.submit("input[name=_retarget_ltm]")
+    assert "path B" in walk.message()
+    walk.find("input[name=_merge]")
+    walk.fits_width()
+    walk.shoot("retargeted-to-card")
+    walk.check("#id_retarget_key", "preference.format")
+    walk.find("#id_retarget_value").send_keys("表格")
+    walk.submit("input[name=_retarget]")
+    assert "path A, key preference.format" in walk.message()
+    diff = walk.find("#comparison table.diff").text
+    assert "要点列表" in diff and "表格" in diff
+    walk.shoot("retargeted-to-key")
+    chinese.refresh_from_db()
+    assert (chinese.path, chinese.proposal["key"], chinese.status) == (
+        PromotionRequest.Path.POSTGRES,
+        "preference.format",
+        ReviewStatus.PENDING,
     )
-    assert not UserPreference.objects.filter(key="preference.language").exists()
-    walk.shoot("rejected")
 
-    # approve the deletion: the erasure runs and leaves a receipt
+    # bulk approve two from the queue
+    walk.open(reverse("admin:memories_promotionrequest_changelist"))
+    for request in bulk:
+        walk.find(f"input.action-select[value='{request.pk}']").click()
+    walk.check("select[name=action]", "approve_selected")
+    walk.shoot("bulk-approve")
+    walk.submit("button[name=index]")
+    assert "Approved 2 promotion requests" in walk.message()
+    assert {r.status for r in PromotionRequest.objects.filter(pk__in=[b.pk for b in bulk])} == {
+        ReviewStatus.APPROVED
+    }
+    walk.shoot("bulk-approved")
+
+    # approve the deletion: the erasure runs and leaves a receipt, a table per store
     walk.open(reverse("admin:memories_deletionrequest_changelist"))
     browser.find_element(By.LINK_TEXT, deletion.request_id).click()
-    walk.find("#id_reason").send_keys("Confirmed with the user.")
+    walk.find("#id_reason").send_keys("Confirmed with the user. 已与用户确认。")
     walk.shoot("deletion-review")
     walk.submit("input[name=_approve]")
     assert f"Approved {deletion.request_id}" in walk.message()
     deletion.refresh_from_db()
-    assert deletion.status == DeletionRequest.Status.DONE
-    assert deletion.decided_by == reviewer and len(deletion.receipt_sha256) == 64
-    assert not UserPreference.objects.filter(pk=color.pk).exists()
-    walk.shoot("deletion-approved")
-    browser.find_element(By.LINK_TEXT, deletion.request_id).click()
+    assert deletion.status == DeletionRequest.Status.DONE and deletion.decided_by == rita
+    walk.open(reverse("admin:memories_deletionrequest_change", args=[deletion.pk]))
+    receipt = walk.scroll_to("#erasure-receipt")
+    assert "✓ Verified erased" in receipt.text and "postgres" in receipt.text
+    assert walk.find("#receipt-download").get_attribute("href").endswith("/receipt.json")
     assert deletion.receipt_sha256 in walk.find(".field-receipt_sha256").text
     walk.shoot("deletion-receipt")
 
-    assert time.monotonic() - started < 30, "the walkthrough should stay under 30 seconds"
+    # the end-user page: add a role, which saves
+    user_page = reverse("admin:profiles_enduser_change", args=[alice.pk])
+    walk.open(user_page)
+    walk.find("#project_roles-group .add-row a").click()
+    walk.check("select[name=project_roles-0-project]", str(tenant.projects.get().pk))
+    walk.find("input[name=project_roles-0-role]").send_keys("维护者 maintainer")
+    walk.check("select[name=project_roles-0-permission_scope]", "read_write")
+    walk.shoot("end-user-add-role")
+    walk.submit("input[name=_continue]")
+    assert "was changed successfully" in walk.message()
+    role = UserProjectRole.objects.get(end_user=alice)
+    assert (role.role, role.tenant_id) == ("维护者 maintainer", tenant.pk)
+
+    # a form error on a hidden field is shown on a visible one
+    walk.find("#project_roles-group .add-row a").click()
+    walk.check("select[name=project_roles-1-project]", str(tenant.projects.get().pk))
+    walk.find("input[name=project_roles-1-role]").send_keys("viewer")
+    browser.execute_script(
+        "document.querySelector('input[name=\"project_roles-1-end_user\"]').value = arguments[0]",
+        str(other.pk),
+    )
+    walk.submit("input[name=_continue]")
+    error = walk.find("#project_roles-group .errorlist")
+    assert error.is_displayed() and "End user: The inline value did not match" in error.text
+    summary = walk.find("#error-summary")  # and at the top of the page, where one looks first
+    assert "End user: The inline value did not match" in summary.text
+    walk.above_the_fold("#error-summary")
+    assert UserProjectRole.objects.filter(end_user=alice).count() == 1
+    walk.shoot("end-user-hidden-field-error")
+
+    # the user's memory on the same page: history, live items (deleted here), cards, proposals
+    walk.open(user_page)
+    walk.fits_width()
+    walk.shoot("end-user")
+    panels = walk.scroll_to("#memory-panels")
+    assert "要点列表" in panels.text and "short bullet points, at most five" in panels.text
+    assert "导出任务改为每晚 02:00 运行" in walk.find("#stm-items").text
+    assert chinese.request_id in walk.find("#pending-proposals").text
+    assert walk.find("#export-download").get_attribute("href").endswith("/export.json")
+    # the panels sit below the form: hide the form for this shot so they fill the viewport
+    browser.execute_script("document.getElementById('enduser_form').style.display = 'none'")
+    walk.shoot("end-user-memory")
+    browser.execute_script("document.getElementById('enduser_form').style.display = ''")
+    walk.submit(f"#stm-{item_id} button.stm-delete")
+    assert f"Deleted short-term item {item_id}" in walk.message()
+    assert item_id not in walk.find("#stm-items").text
+
+    # a preference added by hand: the form starts empty and names no source
+    walk.open(reverse("admin:profiles_userpreference_add"))
+    assert walk.find("#id_value").get_attribute("value") == ""
+    assert "Source" not in walk.find("#userpreference_form").text
+    walk.check("#id_end_user", str(alice.pk))
+    walk.find("#id_key").send_keys("preference.tone")
+    walk.find("#id_value").send_keys("正式 formal")
+    walk.shoot("preference-add")
+    walk.submit("input[name=_save]")
+    assert "was added successfully" in walk.message()
+
+    # the audit trail lists each of these changes with its actor, time and actor on screen
+    walk.open(reverse("admin:memories_auditevent_changelist") + "?actor_type__exact=staff")
+    trail = walk.find("#result_list").text
+    rows = [
+        ("approve", "promotion_request"),
+        ("retarget", "promotion_request"),
+        ("update", "profile"),
+        ("delete", "stm_item"),
+        ("approve", "deletion_request"),
+    ]
+    for action, object_type in rows:
+        assert f"{actor} {action} {object_type}" in trail, (action, object_type, trail)
+    walk.fits_width()
+    walk.above_the_fold("#result_list th.column-actor")
+    walk.above_the_fold("#result_list th.column-created")
+    walk.shoot("audit-trail")
+
+    assert time.monotonic() - started < 90, "the walkthrough should stay under 90 seconds"

@@ -18,6 +18,7 @@ from memories.stm.store import now_seconds, stm_store
 from memories.vocabulary import default_vocabulary
 from memories.write.extractors import ExtractionContext, RuleExtractor
 from memories.write.services import proposals_submit
+from memories.write.statements import read_sentence
 from profiles.models import EndUser
 
 LABELLED = Path(__file__).resolve().parents[1] / "data" / "extraction_labelled.jsonl"
@@ -107,6 +108,69 @@ def test_friendly_dont_and_i_remember_make_no_constraint_or_request(
     assert "instruction" in constraint.detail["reason"]
     remembered = next(item for item in items if item.remember)
     assert remembered.memory_type == "fact" and "peanuts" in remembered.summary
+
+
+# Said to a friend: advice about the listener's own life, questions, idioms, shared plans.
+NOT_INSTRUCTIONS = [
+    "Make sure you watch other peoples videos first so you get a handle on your audience!",
+    "Make sure yours stands out.",
+    "Never leave your dog alone in a hot car.",
+    "You must try the tacos at that place downtown!",
+    "Don't work too hard!",
+    "Make sure you send me pics!",
+    "Only use fresh basil, trust me, it makes all the difference!",
+    "Don't you think it's a bit early?",
+    "Oh, you shouldn't have!",
+    "We must hang out more often!",
+    "Don't even get me started on the traffic!",
+    "你一定要去尝尝那家火锅店！",
+    "千万不要空腹去体检哦",
+    "你不觉得这样太早了吗？",
+    "我们必须庆祝一下！",
+]
+# Instructions to the assistant in the same words: "you", "your", a question mark.
+INSTRUCTIONS = [
+    "Make sure your answers cite the source document.",
+    "Make sure you check the staging logs first so you don't restart the wrong pod.",
+    "Never paste your reasoning into the final answer.",
+    "Don't tell me it works until the tests pass.",
+    "Never deploy on Fridays, ok?",
+    "Could you never use tables in your replies?",
+    "你的回答里不要出现客户的手机号",
+    "不要删除线上数据，好吗？",
+    "你能不能别再用表格了？",
+]
+
+
+@pytest.mark.django_db
+def test_advice_questions_and_plans_said_to_a_friend_are_no_constraint(
+    tenant, owner: APIClient, django_capture_on_commit_callbacks
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        for n, text in enumerate(NOT_INSTRUCTIONS):
+            say(owner, f"u_n{n}", f"s_n{n}", text)
+        for n, text in enumerate(INSTRUCTIONS):
+            say(owner, f"u_i{n}", f"s_i{n}", text)
+
+    kept_not = {text: types_of(kept(tenant, f"u_n{n}")) for n, text in enumerate(NOT_INSTRUCTIONS)}
+    assert {text: found for text, found in kept_not.items() if "constraint" in found} == {}
+    kept_yes = {text: types_of(kept(tenant, f"u_i{n}")) for n, text in enumerate(INSTRUCTIONS)}
+    assert {text: found for text, found in kept_yes.items() if found != ["constraint"]} == {}
+
+
+def test_advice_and_questions_say_why_they_are_no_instruction() -> None:
+    vocabulary = default_vocabulary()
+
+    advice = read_sentence("Make sure you stretch before your run tomorrow", vocabulary, end="!")
+    question = read_sentence("So you must never go back there", vocabulary, end="?")
+    tagged = read_sentence("Never deploy on Fridays, ok", vocabulary, end="?")
+
+    assert (advice.kind, question.kind, tagged.kind) == ("", "", "constraint")
+    assert advice.reason.startswith("advice to the person spoken to about their own life")
+    assert question.reason == "a question, not an instruction"
+    # a tenant's own advice pattern reads its users' way of giving advice
+    extended = vocabulary.extended([("advice", r"\bdeploy on fridays\b")])
+    assert read_sentence("Never deploy on Fridays", extended, end=".").kind == ""
 
 
 @pytest.mark.django_db

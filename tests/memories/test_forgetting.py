@@ -105,6 +105,6 @@ def test_the_tenant_policy_sets_the_thresholds(tenant) -> None:
     assert LtmCard.objects.get(memory_id=ids["old-trivia"]).status == "archived"
     # Run again: nothing more to archive, weights floor at the minimum and never go below.
     assert ltm_forget(now=now).archived == 0
-    for _ in range(20):
-        ltm_forget(now=now + timedelta(days=400))
+    for day in range(20):
+        ltm_forget(now=now + timedelta(days=400 + day))
     assert LtmCard.objects.get(memory_id=ids["old-lesson"]).weight == pytest.approx(0.2)

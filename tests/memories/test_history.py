@@ -8,6 +8,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -362,6 +364,50 @@ def test_a_tenant_can_switch_history_off(tenant, owner, django_capture_on_commit
     call_command("reindex_history", tenant=tenant.slug, stdout=StringIO())
     found = history_search(tenant=tenant, user_id="u_1", query="Lisbon office").hits
     assert {h.event_id for h in found} == {"on-1", "off-1"}
+
+
+def test_a_caller_holding_the_switch_saves_the_policy_read(
+    tenant, owner, django_capture_on_commit_callbacks
+) -> None:
+    append(
+        owner,
+        "s-on",
+        "u_1",
+        [{"id": "on-1", "role": "user", "content": "We moved the office to Lisbon"}],
+        django_capture_on_commit_callbacks,
+    )
+    RecallPolicy.objects.update_or_create(tenant=tenant, defaults={"history_enabled": False})
+    ask = {"tenant": tenant, "user_id": "u_1", "query": "Lisbon office", "mode": "lexical"}
+
+    with CaptureQueriesContext(connection) as told:
+        passed_on = history_search(**ask, enabled=True)
+        passed_off = history_search(**ask, enabled=False)
+    with CaptureQueriesContext(connection) as read:
+        looked_up = history_search(**ask)
+
+    # the caller's flag decides, without a query; left out, the policy's switch is read
+    assert [h.event_id for h in passed_on.hits] == ["on-1"] and passed_off.hits == []
+    assert told.captured_queries == []
+    assert looked_up.hits == []
+    assert any("history_enabled" in q["sql"] for q in read.captured_queries)
+
+
+def test_recall_passes_the_switch_of_its_cached_policy(owner, conversation, monkeypatch) -> None:
+    from memories.recall import branches
+
+    flags: list[bool | None] = []
+    real = branches.history_search
+
+    def spy(**kwargs):
+        flags.append(kwargs.get("enabled"))
+        return real(**kwargs)
+
+    monkeypatch.setattr(branches, "history_search", spy)
+    body = {"user_id": "u_1", "session_id": "s-x", "query": "What breed is the puppy Biscuit?"}
+    response = owner.post(reverse("memories:recall"), body, format="json")
+
+    assert response.status_code == 200, response.json()
+    assert flags and set(flags) == {True}
 
 
 def test_entries_vanish_with_erasure_and_come_back_with_reindex_history(

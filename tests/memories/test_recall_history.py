@@ -9,6 +9,8 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from memories.recall.compress import fit_and_render
+from memories.recall.context import ContextBlocks
 from memories.recall.relevance import best_holding, content_terms
 from memories.recall.timefilter import parse_time_query, reanchor
 
@@ -207,6 +209,54 @@ def test_the_friday_constraint_reaches_a_new_session(
         stm["items"][0]["id"]
     ]
     assert "Constraint: " in other["injection_text"] or "约束: " in other["injection_text"]
+
+
+@pytest.mark.django_db
+def test_the_recall_record_names_the_history_entries_and_standing_rules_it_injected(
+    owner, past, django_capture_on_commit_callbacks
+) -> None:
+    # Given a standing constraint from one session and a new session the user has started
+    rule = [{"id": "ops-1", "role": "user", "content": "Please never run migrations on Fridays."}]
+    append(owner, "s-ops", "u_1", rule, django_capture_on_commit_callbacks)
+    hello = [{"id": "now-1", "role": "user", "content": "Hi there!"}]
+    append(owner, "s-now", "u_1", hello, django_capture_on_commit_callbacks)
+
+    # When the new session recalls the camping trip
+    body = recall(owner, session_id="s-now", query="Where did we go camping with the kids?")
+
+    # Then its transcript record lists the history entries (with their events) and the rule
+    history = [i for i in body["items"] if i["source"] == "history"]
+    standing = [r["memory_id"] for r in body["constraints_block"]["standing"]]
+    assert history and standing
+    events = owner.get(reverse("transcripts:events", kwargs={"session_id": "s-now"})).json()
+    (record,) = [e for e in events["events"] if e["metadata"].get("kind") == "recall"]
+    assert record["id"] == body["recall_id"]
+    assert record["metadata"]["history"] == [
+        {
+            "entry_id": item["memory_id"],
+            "event_ids": item["provenance"]["event_ids"],
+            "session_id": item["provenance"]["session_id"],
+        }
+        for item in history
+    ]
+    assert record["metadata"]["history"][0]["event_ids"] == ["may-1"]
+    assert record["metadata"]["standing"] == standing
+    assert history[0]["memory_id"] in record["content"]
+    assert record["content"].endswith(f"; standing rules {', '.join(standing)}")
+
+
+def test_a_standing_preference_cut_for_budget_is_not_named_as_injected() -> None:
+    rules = [
+        {"memory_id": "stm_c", "memory_type": "constraint", "text": "Never deploy on Fridays"},
+        {"memory_id": "stm_p", "memory_type": "preference", "text": "Answers in tables " * 20},
+    ]
+    blocks = ContextBlocks(profile={}, constraints={"standing": rules}, runtime={})
+
+    roomy = fit_and_render(blocks=blocks, candidates=[], budget_tokens=1000, language="en")
+    tight = fit_and_render(blocks=blocks, candidates=[], budget_tokens=20, language="en")
+
+    assert roomy.standing == ["stm_c", "stm_p"]
+    assert tight.standing == ["stm_c"] and "tables" not in tight.text
 
 
 @pytest.mark.django_db

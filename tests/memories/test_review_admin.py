@@ -255,6 +255,8 @@ def test_detail_page_shows_diff_evidence_and_transcript(review) -> None:
         current={"value": "paragraphs", "version": 1, "source": "api"},
         message_ids=[ids[2]],
     )
+    # the page compares with the key's value now, not the one noted when proposed
+    preference_set(end_user=alice, key="preference.verbosity", value="paragraphs")
 
     page = client.get(promotion_url(promotion)).content.decode()
 
@@ -267,9 +269,11 @@ def test_detail_page_shows_diff_evidence_and_transcript(review) -> None:
     assert "Please keep answers short, bullet points only." in page
     assert "Sure. Do you want the full log or a summary?" in page
     assert page.count('<tr class="evidence">') == 1
-    for button in ("_approve", "_approve_edited", "_reject"):
+    for button in ("_approve", "_reject", "_retarget", "_retarget_ltm"):
         assert f'name="{button}"' in page
-    assert 'name="_merge"' not in page
+    assert 'name="_merge"' not in page and 'name="_approve_edited"' not in page
+    # the buttons come before the evidence and the transcript
+    assert page.index('name="_approve"') < page.index('id="evidence"')
 
 
 def test_path_b_detail_page_shows_similar_cards_and_merge(review) -> None:

@@ -24,7 +24,7 @@ def test_healthz_answers_without_touching_stores(client: Client) -> None:
 
 
 @pytest.mark.django_db
-def test_readyz_checks_all_five_stores_with_latency(client: Client) -> None:
+def test_readyz_checks_every_store_and_both_collections_with_latency(client: Client) -> None:
     response = client.get("/readyz")
     body = response.json()
     assert response.status_code == 200, body
@@ -33,6 +33,7 @@ def test_readyz_checks_all_five_stores_with_latency(client: Client) -> None:
         "redis",
         "elasticsearch",
         "milvus",
+        "milvus_history",
         "broker",
         "history_index",
     }

@@ -22,6 +22,8 @@ from django.test import RequestFactory
 from django.urls import reverse
 from django.utils import timezone
 
+from memories.history.selectors import history_search
+from memories.history.vectors import history_vector_index
 from memories.ltm.vectors import vector_index
 from memories.models import LtmCard, LtmOutbox, RecallEffectOutbox
 from memories.recall import cache as recall_cache
@@ -367,4 +369,26 @@ def test_readyz_reports_a_collection_that_is_not_loaded(client) -> None:
     assert response.status_code == 503
     assert body["failing"] == ["milvus"]
     assert "not loaded" in body["checks"]["milvus"]["error"]
+    assert client.get("/readyz").status_code == 200
+
+
+@pytest.mark.django_db
+def test_readyz_reports_the_history_collection_not_loaded_until_a_call_loads_it(
+    client, tenant
+) -> None:
+    index = history_vector_index()
+    index._client.release_collection(index.collection)  # this run's own collection only
+    try:
+        response = client.get("/readyz")
+        # history search finds the collection released and loads it (the same as for cards)
+        searched = history_search(tenant=tenant, user_id="u_1", query="anything", mode="vector")
+        reloaded = index._client.get_load_state(index.collection)["state"].name
+    finally:
+        index.ensure()
+    body = response.json()
+    assert response.status_code == 503
+    assert body["failing"] == ["milvus_history"]
+    assert "not loaded" in body["checks"]["milvus_history"]["error"]
+    assert body["checks"]["milvus"]["ok"] is True  # the card collection is another matter
+    assert reloaded == "Loaded" and searched.degraded == []
     assert client.get("/readyz").status_code == 200

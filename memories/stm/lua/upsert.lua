@@ -3,9 +3,20 @@
 -- fields (structured fields JSON-encoded inside) plus `_lists`, its sessions, entities and
 -- fingerprints as arrays, so indexing need not decode them again. One call per user and
 -- batch: far cheaper than one call per item. Returns one {outcome, id, version,
--- superseded_id, expires_at} per item; the caller registers each expiry with ZADD LT, which
--- keeps the user's earliest one.
+-- superseded_id, expires_at, previous} per item (`previous`: the flat fields of the item a
+-- merge or a supersede changed, as it was, so a caller whose own transaction fails can put it
+-- back with undo.lua); the caller registers each expiry with ZADD LT, which keeps the user's
+-- earliest one.
 local now = tonumber(ARGV[1])
+
+local function flat(item)
+  local out = {}
+  for name, value in pairs(item) do
+    out[#out + 1] = name
+    out[#out + 1] = value
+  end
+  return out
+end
 
 local function upsert_one(new)
   local new_lists = new._lists
@@ -31,6 +42,7 @@ local function upsert_one(new)
     return {'inserted', new.id, 1, '', new.expires_at}
   end
 
+  local previous = flat(existing)
   if matched_by == 'canonical' and new.fact_value ~= '' and existing.fact_value ~= ''
       and new.fact_value ~= existing.fact_value then
     unindex(existing, true)  -- stays readable by id until it expires
@@ -39,7 +51,7 @@ local function upsert_one(new)
     new.supersedes = existing.id
     save(new)
     index(new, new_lists)
-    return {'superseded', new.id, 1, existing.id, new.expires_at}
+    return {'superseded', new.id, 1, existing.id, new.expires_at, previous}
   end
 
   local old_source, new_source = cjson.decode(existing.source), cjson.decode(new.source)
@@ -87,7 +99,7 @@ local function upsert_one(new)
   if new.remember == '1' then merged.remember = '1' end
   save(merged)
   index(merged, merged_lists)
-  return {'merged', merged.id, tonumber(merged.version), '', merged.expires_at}
+  return {'merged', merged.id, tonumber(merged.version), '', merged.expires_at, previous}
 end
 
 local results = {}

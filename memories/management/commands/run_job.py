@@ -1,0 +1,33 @@
+"""Run a beat job now: promotion_scan, reflection, expiry or forgetting, optionally for one
+tenant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memories.jobs import JOBS, job_run
+from memories.management.options import tenant_option
+
+
+class Command(BaseCommand):
+    help = "Run a beat job now (promotion_scan, reflection, expiry, forgetting); safe to rerun."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("job", choices=JOBS)
+        parser.add_argument("--tenant", help="only this tenant (its slug)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        tenant = tenant_option(options.get("tenant"))
+
+        def progress(line: str) -> None:
+            self.stdout.write(f"\r{options['job']}: {line}", ending="")
+            self.stdout.flush()
+
+        outcome = job_run(name=options["job"], tenant=tenant, progress=progress)
+        self.stdout.write("")
+        if outcome == "busy":
+            raise CommandError(f"{options['job']} is running already (its lock is held).")
+        scope = f" for {tenant.slug}" if tenant else ""
+        self.stdout.write(self.style.SUCCESS(f"{options['job']}{scope}: {outcome}"))

@@ -1,0 +1,576 @@
+"""The promotion queue: one decision form per proposal, and bulk approve / reject.
+
+Approve applies the fields exactly as the page shows them (edited or not); Merge folds them into
+the card picked; Reject needs a reason; Retarget moves the proposal between path A and path B.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+
+from memories.models import LtmCard, PromotionRequest, ReviewStatus
+from memories.review.admin_common import (
+    AgeFilter,
+    ConfidenceBandFilter,
+    ReviewQueueAdmin,
+    StatusFilter,
+    card_text,
+    pretty,
+    refusal,
+    reviewer_of,
+    short_time,
+    side_by_side,
+)
+from memories.review.promotion import (
+    current_value,
+    promotion_approve,
+    promotion_merge,
+    promotion_reject,
+)
+from memories.review.retarget import promotion_retarget
+from memories.review.selectors import domain_keys_for, evidence_excerpt
+from memoryproject.admin_redaction import RedactedDisplayMixin
+from memoryproject.errors import DomainError
+from memoryproject.redaction import Report, redactor_for
+from profiles.admin_scoping import TENANT_FILTER
+
+PATH_A = PromotionRequest.Path.POSTGRES
+PATH_B = PromotionRequest.Path.LTM
+
+
+class PromotionDecision:
+    APPROVE = "approve"
+    REJECT = "reject"
+    MERGE = "merge"
+    RETARGET = "retarget"  # to path A under the chosen key
+    RETARGET_LTM = "retarget_ltm"  # to path B
+    CHOICES = [
+        (APPROVE, "Approve"),
+        (REJECT, "Reject"),
+        (MERGE, "Merge into card"),
+        (RETARGET, "Move to path A under this key"),
+        (RETARGET_LTM, "Make it a long-term card (path B)"),
+    ]
+    # The button pressed names the decision; "Approve with edits" of older pages is Approve.
+    BUTTONS = {
+        "_approve": APPROVE,
+        "_approve_edited": APPROVE,
+        "_reject": REJECT,
+        "_merge": MERGE,
+        "_retarget": RETARGET,
+        "_retarget_ltm": RETARGET_LTM,
+    }
+
+
+def proposal_digest(promotion: PromotionRequest) -> str:
+    """What the page showed, so a decision on a proposal changed meanwhile is refused."""
+    raw = orjson.dumps([promotion.path, promotion.proposal], option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def _as_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _card_choices(promotion: PromotionRequest) -> list[tuple[str, str]]:
+    """Cards to merge into: the nearest ones found when proposed, then the user's newest."""
+    seen: dict[str, str] = {}
+    for hit in (promotion.existing or {}).get("similar", []):
+        if hit.get("memory_id"):
+            label = hit.get("title") or hit.get("summary", "")
+            seen[hit["memory_id"]] = f"{hit['memory_id']}: {label}"[:120]
+    if promotion.end_user_id:
+        newest = (
+            LtmCard.objects.filter(
+                tenant=promotion.tenant_id,
+                end_user=promotion.end_user_id,
+                status=LtmCard.Status.ACTIVE,
+            )
+            .order_by("-updated_at")
+            .values_list("memory_id", "title", "summary")[:20]
+        )
+        for memory_id, title, summary in newest:
+            seen.setdefault(memory_id, f"{memory_id}: {title or summary}"[:120])
+    return [("", "---------"), *seen.items()]
+
+
+class PromotionReviewForm(forms.Form):
+    """A reviewer's decision on one proposal, with the editable fields of its path."""
+
+    decision = forms.ChoiceField(choices=PromotionDecision.CHOICES)
+    shown = forms.CharField(widget=forms.HiddenInput, required=False)
+    reason = forms.CharField(
+        required=False,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 80}),
+        help_text="Required to reject; kept with the decision in any case.",
+    )
+    value = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 80}),
+        help_text="Text values as they are; numbers, lists and objects as JSON.",
+    )
+    title = forms.CharField(
+        required=False, max_length=300, widget=forms.TextInput(attrs={"size": 80})
+    )
+    summary = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 80}))
+    content = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 80}))
+    memory_type = forms.ChoiceField(required=False, choices=LtmCard.Type.choices)
+    entities = forms.CharField(
+        required=False, widget=forms.TextInput(attrs={"size": 80}), help_text="Comma-separated."
+    )
+    tags = forms.CharField(
+        required=False, widget=forms.TextInput(attrs={"size": 80}), help_text="Comma-separated."
+    )
+    memory_id = forms.ChoiceField(required=False, label="Merge into card")
+    retarget_key = forms.ChoiceField(
+        required=False,
+        label="Domain key",
+        help_text="Path A writes this key of the user's profile: a preference for preference.* "
+        "and profile.*, a stable fact otherwise.",
+    )
+    retarget_value = forms.CharField(
+        required=False,
+        label="Value",
+        widget=forms.TextInput(attrs={"size": 60}),
+        help_text="Left empty: the value the evidence holds (or the proposal's summary).",
+    )
+
+    PATH_A_FIELDS = ("value",)
+    PATH_B_FIELDS = ("title", "summary", "content", "memory_type", "entities", "tags", "memory_id")
+    EDITABLE = ("value", "title", "summary", "content", "memory_type", "entities", "tags")
+
+    def __init__(self, *args: Any, promotion: PromotionRequest, **kwargs: Any) -> None:
+        self.promotion = promotion
+        proposal = promotion.proposal
+        initial: dict[str, Any] = {
+            "value": pretty(proposal.get("value")),
+            "shown": proposal_digest(promotion),
+            "retarget_key": proposal.get("key", ""),
+        }
+        for name in ("title", "summary", "content", "memory_type"):
+            initial[name] = proposal.get(name, "")
+        for name in ("entities", "tags"):
+            initial[name] = ", ".join(str(v) for v in proposal.get(name, []))
+        kwargs["initial"] = {**initial, **kwargs.get("initial", {})}
+        super().__init__(*args, **kwargs)
+        self.path_a = promotion.path == PATH_A
+        for name in self.PATH_B_FIELDS if self.path_a else self.PATH_A_FIELDS:
+            del self.fields[name]
+        decision = self.fields["decision"]
+        assert isinstance(decision, forms.ChoiceField)
+        if self.path_a:
+            decision.choices = [c for c in PromotionDecision.CHOICES if c[0] != "merge"]
+        else:
+            merge_into = self.fields["memory_id"]
+            assert isinstance(merge_into, forms.ChoiceField)
+            merge_into.choices = _card_choices(promotion)
+        item_key = str((promotion.evidence.get("item") or {}).get("canonical_fact_key") or "")
+        keys = domain_keys_for(
+            tenant=promotion.tenant, also=[k for k in (proposal.get("key"), item_key) if k]
+        )
+        retarget_key = self.fields["retarget_key"]
+        assert isinstance(retarget_key, forms.ChoiceField)
+        retarget_key.choices = [("", "---------"), *((k, k) for k in keys)]
+        self.edits: dict[str, Any] = {}
+
+    @classmethod
+    def decision_of(cls, post: Mapping[str, Any]) -> dict[str, Any]:
+        """The submitted data with `decision` taken from the button that was pressed."""
+        data = dict(post.items())
+        data["decision"] = next(
+            (value for button, value in PromotionDecision.BUTTONS.items() if button in post), ""
+        )
+        return data
+
+    def edit_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in self.EDITABLE if name in self.fields]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        decision = cleaned.get("decision")
+        shown = cleaned.get("shown")
+        if shown and shown != proposal_digest(self.promotion):
+            raise forms.ValidationError(
+                "This proposal changed since the page was opened (another reviewer retargeted "
+                "or decided it); nothing was decided. Read it again below, then decide.",
+                code="stale",
+            )
+        self.edits = self._edits(cleaned)
+        if decision == PromotionDecision.MERGE and not cleaned.get("memory_id"):
+            self.add_error("memory_id", "Pick the card to merge into.")
+        if decision == PromotionDecision.REJECT and not cleaned.get("reason", "").strip():
+            self.add_error("reason", "Say why the proposal is rejected.")
+        if decision in (PromotionDecision.RETARGET, PromotionDecision.RETARGET_LTM):
+            if self.edits:
+                changed = ", ".join(sorted(self.edits))
+                raise forms.ValidationError(
+                    f"You changed {changed}: retargeting starts again from the proposal as "
+                    "recorded, so those edits would be lost. Approve them, or put them back, "
+                    "before retargeting.",
+                    code="edits_differ",
+                )
+            if decision == PromotionDecision.RETARGET and not cleaned.get("retarget_key"):
+                self.add_error("retarget_key", "Pick the domain key to promote to.")
+        return cleaned
+
+    def _edits(self, cleaned: dict[str, Any]) -> dict[str, Any]:
+        """The editable fields the page sent whose value differs from the proposal (a field
+        the page did not send is not an edit)."""
+        proposal = self.promotion.proposal
+        sent = {name for name in self.EDITABLE if name in self.fields and name in self.data}
+        submitted: dict[str, Any] = {}
+        if "value" in sent:
+            original, text = proposal.get("value"), cleaned.get("value", "")
+            if isinstance(original, str):
+                submitted["value"] = text.strip()
+            else:
+                try:
+                    submitted["value"] = json.loads(text)
+                except ValueError:
+                    self.add_error("value", "Enter the value as JSON, like the current one.")
+                    return {}
+        for name in ("title", "summary", "content", "memory_type"):
+            if name in sent:
+                submitted[name] = cleaned.get(name, "")
+        for name in ("entities", "tags"):
+            if name in sent:
+                submitted[name] = _as_list(cleaned.get(name, ""))
+        unset: dict[str, Any] = {"entities": [], "tags": []}
+        return {
+            name: v for name, v in submitted.items() if v != proposal.get(name, unset.get(name, ""))
+        }
+
+
+class BulkRejectForm(forms.Form):
+    reason = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
+        help_text="Kept with every rejected request.",
+    )
+
+
+@admin.register(PromotionRequest)
+class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
+    """Promotion proposals: approve (as shown), reject, merge or retarget, through services."""
+
+    redacted_fields = ("proposal", "evidence", "existing", "decision_reason")
+    list_display = (
+        "request_id",
+        "proposal_headline",
+        "path_short",
+        "memory_type",
+        "end_user",
+        "confidence",
+        "status",
+        "created",
+        "decided_by",
+    )
+    list_display_links = ("request_id", "proposal_headline")
+    list_filter = (
+        StatusFilter,
+        "path",
+        "memory_type",
+        "origin",
+        ConfidenceBandFilter,
+        AgeFilter,
+        TENANT_FILTER,
+    )
+    search_fields = ("request_id", "end_user__external_id", "proposal", "decision_reason")
+    list_select_related = ("tenant", "end_user", "decided_by")
+    list_per_page = 50
+    readonly_fields = (
+        "request_id",
+        "tenant",
+        "end_user",
+        "path",
+        "origin",
+        "memory_type",
+        "proposal",
+        "evidence",
+        "existing",
+        "confidence",
+        "status",
+        "decided_by",
+        "decided_at",
+        "decision_reason",
+        "result_ref",
+        "created_at",
+    )
+    actions = ("approve_selected", "reject_selected")
+    change_list_template = "admin/memories/promotionrequest/change_list.html"
+    review_template = "admin/memories/promotionrequest/review.html"
+    reject_template = "admin/memories/promotionrequest/reject_selected.html"
+
+    @admin.display(description="proposal")
+    def proposal_headline(self, obj: PromotionRequest) -> str:
+        return obj.headline[:100]
+
+    @admin.display(description="path", ordering="path")
+    def path_short(self, obj: PromotionRequest) -> str:
+        return "A: fact" if obj.path == PATH_A else "B: card"
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj: PromotionRequest) -> str:
+        return short_time(obj.created_at)
+
+    # --- one request ---------------------------------------------------------------------
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        promotion = self.reviewable(request, object_id)
+        if request.method == "POST":
+            if not self.has_review_permission(request, promotion):
+                raise PermissionDenied
+            form = PromotionReviewForm(
+                PromotionReviewForm.decision_of(request.POST), promotion=promotion
+            )
+            next_url = self._decide(request, promotion, form)
+            if next_url:
+                return HttpResponseRedirect(next_url)
+            promotion = self.reviewable(request, object_id)  # as it is now, for the page
+            form.promotion = promotion
+        else:
+            form = PromotionReviewForm(promotion=promotion)
+        return self._review_page(request, promotion, form, extra_context)
+
+    def _decide(
+        self, request: HttpRequest, promotion: PromotionRequest, form: PromotionReviewForm
+    ) -> str | None:
+        """Apply the decision; the page to go to next, or None to show the form again."""
+        if not form.is_valid():
+            general = [str(problem) for problem in form.non_field_errors()]
+            text = " ".join(general) if general else "correct the errors below."
+            self.message_user(request, f"Nothing was decided: {text}", messages.ERROR)
+            return None
+        decision, reason = form.cleaned_data["decision"], form.cleaned_data["reason"]
+        reviewer = reviewer_of(request)
+        edits = form.edits or None
+        try:
+            if decision == PromotionDecision.REJECT:
+                done = promotion_reject(request=promotion, reviewer=reviewer, reason=reason)
+                verb = "Rejected"
+            elif decision == PromotionDecision.MERGE:
+                done = promotion_merge(
+                    request=promotion,
+                    reviewer=reviewer,
+                    memory_id=form.cleaned_data["memory_id"],
+                    reason=reason,
+                    edits=edits,
+                )
+                verb = "Merged with edits" if edits else "Merged"
+            elif decision in (PromotionDecision.RETARGET, PromotionDecision.RETARGET_LTM):
+                return self._retarget(request, promotion, form, reviewer)
+            else:
+                done = promotion_approve(
+                    request=promotion, reviewer=reviewer, edits=edits, reason=reason
+                )
+                verb = "Approved with edits" if edits else "Approved"
+        except DomainError as exc:
+            for name, field_problems in (exc.fields or {}).items():
+                if name in form.fields:
+                    form.add_error(name, field_problems)
+            self.message_user(request, f"Nothing was decided: {refusal(exc)}", messages.ERROR)
+            return None
+        outcome = f" → {done.result_ref}" if done.result_ref else ""
+        edited = f" ({', '.join(sorted(edits))} as edited)" if edits else ""
+        self.log_change(request, done, f"{verb}{outcome}. {done.decision_reason}".strip())
+        self.message_user(request, f"{verb} {done.request_id}{outcome}{edited}.", messages.SUCCESS)
+        return self.changelist_url(request)
+
+    def _retarget(
+        self,
+        request: HttpRequest,
+        promotion: PromotionRequest,
+        form: PromotionReviewForm,
+        reviewer: Any,
+    ) -> str | None:
+        to_ltm = form.cleaned_data["decision"] == PromotionDecision.RETARGET_LTM
+        key = "" if to_ltm else form.cleaned_data["retarget_key"]
+        value_text = form.cleaned_data.get("retarget_value", "").strip()
+        value: Any = value_text
+        if value_text:
+            try:
+                value = json.loads(value_text)
+            except ValueError:
+                value = value_text
+        try:
+            done = promotion_retarget(
+                request=promotion,
+                reviewer=reviewer,
+                path=PATH_B if to_ltm else PATH_A,
+                key=key,
+                value=value,
+            )
+        except DomainError as exc:
+            for name, problems in (exc.fields or {}).items():
+                target = {"key": "retarget_key", "value": "retarget_value"}.get(name, name)
+                if target in form.fields:
+                    form.add_error(target, problems)
+            self.message_user(request, f"Not retargeted: {refusal(exc)}", messages.ERROR)
+            return None
+        where = "path B, a long-term card" if to_ltm else f"path A, key {key}"
+        self.log_change(request, done, f"Retargeted to {where}.")
+        self.message_user(
+            request,
+            f"Moved {done.request_id} to {where}; it is still pending. Check it and decide.",
+            messages.SUCCESS,
+        )
+        return reverse("admin:memories_promotionrequest_change", args=[done.pk])
+
+    def _review_page(
+        self,
+        request: HttpRequest,
+        promotion: PromotionRequest,
+        form: PromotionReviewForm,
+        extra_context: dict[str, Any] | None,
+    ) -> HttpResponse:
+        evidence = promotion.evidence or {}
+        excerpt = evidence_excerpt(
+            tenant=promotion.tenant,
+            session_ids=[str(s) for s in evidence.get("sessions", [])],
+            message_ids=[str(m) for m in evidence.get("message_ids", [])],
+        )
+        proposal = promotion.proposal
+        path_a = promotion.path == PATH_A
+        context: dict[str, Any] = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "app_label": self.opts.app_label,
+            "title": f"Review {promotion.request_id}",
+            "subtitle": promotion.headline,
+            "original": promotion,
+            "promotion": promotion,
+            "form": form,
+            "can_decide": promotion.status == ReviewStatus.PENDING
+            and self.has_review_permission(request, promotion),
+            "path_a": path_a,
+            "triggers": sorted((evidence.get("triggers") or {}).items()),
+            "evidence": evidence,
+            "evidence_item": evidence.get("item") or {},
+            "excerpt": excerpt,
+            "proposal_text": pretty(proposal.get("value")) if path_a else card_text(proposal),
+            "changelist_url": self.changelist_url(request),
+            "has_view_permission": True,
+            "media": self.media + form.media,
+            **self._comparison(promotion),
+            **(extra_context or {}),
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, self.review_template, context)
+
+    def _comparison(self, promotion: PromotionRequest) -> dict[str, Any]:
+        """Path A: the key's value now beside the proposed one. Path B: the nearest cards."""
+        proposal, existing = promotion.proposal, promotion.existing or {}
+        if promotion.path == PATH_A:
+            current = existing.get("current")
+            if promotion.end_user is not None and proposal.get("key"):
+                current = current_value(
+                    end_user=promotion.end_user,
+                    key=str(proposal["key"]),
+                    target=str(proposal.get("target", "fact")),
+                )["current"]
+                if current is not None:
+                    current = redactor_for(promotion.tenant_id).value(
+                        current, path="", report=Report(), context=str(proposal["key"])
+                    )
+            old = pretty(current.get("value")) if current else ""
+            return {
+                "current": current,
+                "diff": side_by_side(old, pretty(proposal.get("value"))),
+            }
+        similar = existing.get("similar", [])
+        ids = [str(hit.get("memory_id", "")) for hit in similar]
+        statuses = dict(
+            LtmCard.objects.filter(tenant=promotion.tenant, memory_id__in=ids).values_list(
+                "memory_id", "status"
+            )
+        )
+        proposed = card_text(proposal)
+        return {
+            "similar": [
+                {
+                    **hit,
+                    "status": statuses.get(str(hit.get("memory_id", "")), ""),
+                    "diff": side_by_side(card_text(hit), proposed),
+                }
+                for hit in similar
+            ],
+            "similar_unavailable": existing.get("unavailable", ""),
+        }
+
+    # --- bulk actions --------------------------------------------------------------------
+    @admin.action(description="Approve selected promotion requests", permissions=["review"])
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[PromotionRequest]) -> None:
+        reviewer = reviewer_of(request)
+        approved, refused = [], []
+        for promotion in queryset.select_related("tenant", "end_user"):
+            try:
+                done = promotion_approve(request=promotion, reviewer=reviewer)
+            except DomainError as exc:
+                refused.append(f"{promotion.request_id} ({refusal(exc)})")
+            else:
+                self.log_change(request, done, f"Approved → {done.result_ref} (bulk action).")
+                approved.append(done.request_id)
+        self._report(request, "Approved", approved, refused)
+
+    @admin.action(description="Reject selected promotion requests…", permissions=["review"])
+    def reject_selected(
+        self, request: HttpRequest, queryset: QuerySet[PromotionRequest]
+    ) -> HttpResponse | None:
+        form = BulkRejectForm(request.POST if "post" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            reviewer, reason = reviewer_of(request), form.cleaned_data["reason"]
+            rejected, refused = [], []
+            for promotion in queryset:
+                try:
+                    done = promotion_reject(request=promotion, reviewer=reviewer, reason=reason)
+                except DomainError as exc:
+                    refused.append(f"{promotion.request_id} ({refusal(exc)})")
+                else:
+                    self.log_change(request, done, f"Rejected (bulk action). {reason}")
+                    rejected.append(done.request_id)
+            self._report(request, "Rejected", rejected, refused)
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "app_label": self.opts.app_label,
+            "title": "Reject promotion requests",
+            "queryset": queryset,
+            "form": form,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "action": "reject_selected",
+            "changelist_url": self.changelist_url(request),
+            "media": self.media,
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, self.reject_template, context)
+
+    def _report(self, request: HttpRequest, verb: str, done: list[str], refused: list[str]) -> None:
+        if done:
+            noun = "promotion request" if len(done) == 1 else "promotion requests"
+            self.message_user(
+                request, f"{verb} {len(done)} {noun}: {', '.join(done)}.", messages.SUCCESS
+            )
+        if refused:
+            self.message_user(
+                request, f"Not {verb.lower()}: {'; '.join(refused)}", messages.WARNING
+            )
