@@ -390,6 +390,7 @@ def evaluate(api: Api, conversations: list[dict], limit: int) -> dict[str, Any]:
     routed: Counter[str] = Counter()
     latency: list[float] = []
     timing_totals: dict[str, float] = defaultdict(float)
+    timings: list[dict[str, float]] = []
     sources: Counter[str] = Counter()
     answers: list[dict[str, Any]] = []
     asked = 0
@@ -406,6 +407,7 @@ def evaluate(api: Api, conversations: list[dict], limit: int) -> dict[str, Any]:
             asked += 1
             data, elapsed, timing = ask(api, user, qa["question"])
             latency.append(elapsed)
+            timings.append({**timing, "client": elapsed})
             for name, value in timing.items():
                 timing_totals[name] += value
             asked_layers = [
@@ -451,6 +453,7 @@ def evaluate(api: Api, conversations: list[dict], limit: int) -> dict[str, Any]:
         "routed": routed,
         "latency": latency,
         "timing": timing_totals,
+        "timings": timings,
         "sources": sources,
         "answers": answers,
     }
@@ -488,12 +491,36 @@ def report(mode: str, result: dict[str, Any], lag: float, made: str) -> None:
         f"recall (client side): p50 {statistics.median(latency):.1f} ms, "
         f"p95 {percentile(latency, 0.95):.1f} ms over {len(latency)} requests"
     )
-    totals = dict(result["timing"])
+    totals = {k: v for k, v in result["timing"].items() if not k.startswith("store.")}
     server = totals.pop("total", 0.0) or 1.0
     shares = ", ".join(
         f"{name} {100 * value / server:.1f}%" for name, value in sorted(totals.items())
     )
-    print(f"share of the server's recall time: {shares}")
+    print(f"share of the server's recall time (branches overlap): {shares}")
+    print_store_times(result["timings"])
+
+
+STORES = ("redis", "postgresql", "elasticsearch", "milvus", "embedding")
+
+
+def print_store_times(timings: list[dict[str, float]]) -> None:
+    """p50 / p95 of the time inside each store per recall (Server-Timing `store.*`, 0 where a
+    recall did not call it), each store's share of the server's time, and recall without the
+    time only the Elasticsearch stand-in was waited on."""
+    if not timings:
+        return
+
+    def cell(values: list[float]) -> str:
+        return f"{statistics.median(values):.1f} / {percentile(values, 0.95):.1f}"
+
+    server = sum(t.get("total", 0.0) for t in timings) or 1.0
+    parts = [f"server {cell([t.get('total', 0.0) for t in timings])}"]
+    for store in STORES:
+        values = [t.get(f"store.{store}", 0.0) for t in timings]
+        parts.append(f"{store} {cell(values)} ({100 * sum(values) / server:.1f}%)")
+    without = [t["client"] - t.get("store.elasticsearch_exclusive", 0.0) for t in timings]
+    parts.append(f"client without the ES stand-in {cell(without)}")
+    print("p50 / p95 ms (share of server time): " + "; ".join(parts))
 
 
 def main() -> None:
