@@ -47,6 +47,13 @@ RECALL_LAYER_SECONDS = Histogram(
     ["layer", "store"],
     buckets=LATENCY_BUCKETS,
 )
+STORE_SECONDS = Histogram(
+    "memory_store_duration_seconds",
+    "Time one request spent inside a store (the Server-Timing store.* parts), by URL route and "
+    "store (redis, postgresql, elasticsearch, milvus, embedding).",
+    ["route", "store"],
+    buckets=LATENCY_BUCKETS,
+)
 RECALL_DEGRADED = Counter(
     "memory_recall_degraded_total",
     "Recalls that skipped a layer or store because it was down or slow, by what was skipped.",
@@ -267,9 +274,21 @@ class RequestMetricsMiddleware:
         HTTP_REQUEST_SECONDS.labels(
             route=route, method=request.method or "", status=str(response.status_code)
         ).observe(time.perf_counter() - started)
+        for store, ms in _store_times(response.get("Server-Timing") or ""):
+            STORE_SECONDS.labels(route=route, store=store).observe(ms / 1000)
         if response.status_code >= 400 and route != "/admin/":
             count_error(status=response.status_code, code=_error_code(response))
         return response
+
+
+def _store_times(header: str) -> Iterator[tuple[str, float]]:
+    for part in header.split(","):
+        name, _, duration = part.strip().partition(";dur=")
+        if name.startswith("store.") and not name.endswith("_exclusive") and duration:
+            try:
+                yield name[len("store.") :], float(duration)
+            except ValueError:
+                continue
 
 
 def _error_code(response: HttpResponse) -> str:

@@ -77,6 +77,11 @@ def test_requests_recall_layers_refusals_and_errors_are_counted(
         assert _value(after, name, layer=layer, store=store) > _value(
             before, name, layer=layer, store=store
         )
+    stores = "memory_store_duration_seconds_count"
+    for store in ("redis", "postgresql"):
+        assert _value(after, stores, route="/v1/recall", store=store) == 1 + _value(
+            before, stores, route="/v1/recall", store=store
+        )
     refusals = "memory_write_refused_total"
     assert _value(after, refusals, source="proposal", reason=reason) == 1 + _value(
         before, refusals, source="proposal", reason=reason
