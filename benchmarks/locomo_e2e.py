@@ -8,7 +8,8 @@ Two ways of making memory, each in a tenant of its own:
   `<conversation>:<dia_id>`); whatever the service makes of them (extraction, indexes) is what
   recall can find. Nothing is imported.
 - `cards`: every turn is imported as a long-term card (`POST /v1/ltm/cards:import`, source message
-  id = dia_id).
+  id = dia_id), with the session's date as its `occurred_at` and the two turns before it as its
+  `content`, as an importer of conversations would give it.
 
 Once the worker has caught up (the time it took is printed as the index lag), every question of
 categories 1-4 is asked through `POST /v1/recall` as routed: a fresh session per question, `k` =
@@ -329,6 +330,9 @@ def load_pipeline(api: Api, conversations: list[dict]) -> int:
     return events
 
 
+CONTEXT_TURNS = 2
+
+
 def load_cards(api: Api, conversations: list[dict]) -> int:
     count = 0
     for conversation in conversations:
@@ -336,13 +340,20 @@ def load_cards(api: Api, conversations: list[dict]) -> int:
         sessions = conversation["conversation"]
         cards = []
         for name in session_names(conversation):
-            for turn in sessions[name]:
+            start = session_start(sessions[f"{name}_date_time"])
+            turns = sessions[name]
+            for i, turn in enumerate(turns):
+                # As an importer of conversations gives a turn: its time, and the two turns
+                # before it as context (the same context a history entry carries).
+                context = " ".join(turn_text(t) for t in turns[max(0, i - CONTEXT_TURNS) : i])
                 cards.append(
                     {
                         "id": f"{user}:{turn['dia_id']}",
                         "user_id": user,
                         "memory_type": "episodic_case",
                         "summary": turn_text(turn),
+                        "content": context,
+                        "occurred_at": (start + timedelta(seconds=30 * i)).isoformat(),
                         "source_refs": {"message_ids": [turn["dia_id"]]},
                     }
                 )

@@ -370,6 +370,9 @@ class LtmCard(models.Model):
     memory_type = models.CharField(max_length=32, choices=Type.choices)
     title = models.CharField(max_length=300, blank=True)
     summary = models.TextField(blank=True)
+    occurred_at = models.DateTimeField(
+        null=True, blank=True, help_text="When what the card remembers happened, if known."
+    )
     content = models.TextField(blank=True)
     entities = models.JSONField(default=list, blank=True)
     tags = models.JSONField(default=list, blank=True)

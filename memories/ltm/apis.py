@@ -49,6 +49,7 @@ def card_view(card: LtmCard) -> dict[str, Any]:
         "version": card.version,
         "created_at": card.created_at,
         "updated_at": card.updated_at,
+        "occurred_at": card.occurred_at,
     }
 
 
@@ -77,6 +78,13 @@ class CardInputSerializer(StrictSerializer):
     )
     importance = StrictFloatField(min_value=0, max_value=1, default=0.5)
     confidence = StrictFloatField(min_value=0, max_value=1, default=0.8)
+    occurred_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="When what the card remembers happened (shown with the card when recalled, "
+        "and matched by dates in queries).",
+    )
 
     def validate_source_refs(self, refs: dict[str, list[str]]) -> dict[str, list[str]]:
         if len(refs) > MAX_SOURCE_KINDS or any(len(kind) > 64 for kind in refs):
@@ -120,6 +128,7 @@ class CardImportApi(APIView):
                 source_refs=c["source_refs"],
                 importance=c["importance"],
                 confidence=c["confidence"],
+                occurred_at=c["occurred_at"],
             )
             for c in serializer.validated_data["cards"]
         ]

@@ -41,6 +41,7 @@ CARD_MAPPING: dict[str, Any] = {
         "bm25_text": {"type": "text", "analyzer": "whitespace"},
         "created_at": {"type": "date"},
         "updated_at": {"type": "date"},
+        "occurred_at": {"type": "date"},
         "importance": {"type": "float"},
         "confidence": {"type": "float"},
         "access_count": {"type": "integer"},
@@ -102,6 +103,11 @@ class ElasticsearchCardIndex:
                     done.append(f"index {self.first_index}")
                 self._client.indices.put_alias(index=self.first_index, name=self.alias)
                 done.append(f"alias {self.alias} -> {self.first_index}")
+            else:
+                # Fields added since the index was made (additive, so no reindex is needed).
+                self._client.indices.put_mapping(
+                    index=self.alias, properties=CARD_MAPPING["properties"]
+                )
         except (ApiError, TransportError) as exc:
             raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
         return done

@@ -12,6 +12,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -42,6 +43,7 @@ CARD_FIELDS = (
     "source_refs",
     "importance",
     "confidence",
+    "occurred_at",
 )
 
 
@@ -62,6 +64,7 @@ class CardInput:
     source_refs: dict[str, list[str]] = field(default_factory=dict)
     importance: float = 0.5
     confidence: float = 0.8
+    occurred_at: datetime | None = None  # when what the card remembers happened
 
 
 def new_memory_id() -> str:
@@ -137,7 +140,10 @@ def _audit_cards(tenant: Tenant, results: Sequence[tuple[LtmCard, str]], actor: 
             actor=actor,
             object_type="ltm_card",
             object_id=card.memory_id,
-            after={name: getattr(card, name) for name in CARD_FIELDS},
+            after={
+                name: value.isoformat() if isinstance(value, datetime) else value
+                for name, value in ((n, getattr(card, n)) for n in CARD_FIELDS)
+            },
             end_user_pk=card.end_user_id,
             details={"version": card.version},
         )
@@ -247,6 +253,7 @@ def card_document(card: LtmCard, vector: Sequence[float] = ()) -> CardDocument:
             "bm25_text": bm25_text(" ".join([card.text, *card.entities, *card.tags])),
             "created_at": card.created_at.isoformat(),
             "updated_at": card.updated_at.isoformat(),
+            "occurred_at": card.occurred_at.isoformat() if card.occurred_at else None,
             "importance": card.importance,
             "confidence": card.confidence,
             "access_count": card.access_count,

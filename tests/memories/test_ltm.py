@@ -297,3 +297,61 @@ def test_a_query_without_index_terms_skips_the_lexical_branch(tenant) -> None:
     assert lexical.hits == [] and lexical.degraded is False
     assert hybrid.hits and hybrid.degraded is False  # the vector branch answered alone
     assert all(hit.lexical_rank is None and hit.vector_rank for hit in hybrid.hits)
+
+
+@pytest.mark.django_db
+def test_a_card_keeps_its_event_time_and_a_dated_question_finds_the_dated_card(
+    owner: APIClient, django_capture_on_commit_callbacks
+) -> None:
+    cards = [
+        {
+            "id": "trip-may",
+            "user_id": "u_time",
+            "memory_type": "episodic_case",
+            "summary": "Melanie went camping with her kids at the lake",
+            "occurred_at": "2023-05-20T10:00:00Z",
+        },
+        {
+            "id": "trip-oct",
+            "user_id": "u_time",
+            "memory_type": "episodic_case",
+            "summary": "Melanie went camping with her kids in the mountains",
+            "occurred_at": "2023-10-14T10:00:00Z",
+        },
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        imported = owner.post(reverse("memories:ltm-import"), {"cards": cards}, format="json")
+    assert imported.status_code == 201, imported.json()
+    outbox_drain()
+    answer = imported.json()["cards"]
+    memory_ids = {"trip-may": answer[0]["memory_id"], "trip-oct": answer[1]["memory_id"]}
+    shown = owner.get(reverse("memories:ltm-card", kwargs={"memory_id": memory_ids["trip-may"]}))
+    assert shown.json()["occurred_at"].startswith("2023-05-20")
+
+    recalled = owner.post(
+        reverse("memories:recall"),
+        {"user_id": "u_time", "session_id": "s_q", "query": "Where did Melanie camp in May 2023?"},
+        format="json",
+    ).json()
+    first = recalled["items"][0]
+    assert first["memory_id"] == memory_ids["trip-may"], recalled["items"]
+    assert "2023-05-20" in recalled["injection_text"]
+    october = owner.post(
+        reverse("memories:recall"),
+        {
+            "user_id": "u_time",
+            "session_id": "s_q",
+            "query": "Where did Melanie camp in October 2023?",
+        },
+        format="json",
+    ).json()
+    assert october["items"][0]["memory_id"] == memory_ids["trip-oct"], october["items"]
+
+
+@pytest.mark.django_db
+def test_a_card_event_time_must_be_a_datetime(owner: APIClient) -> None:
+    bad = {"memory_type": "episodic_case", "summary": "x", "occurred_at": "last May"}
+    response = owner.post(reverse("memories:ltm-import"), {"cards": [bad]}, format="json")
+    assert response.status_code == 400
+    assert "cards.0.occurred_at" in response.json()["error"]["fields"]
+    assert LtmCard.objects.count() == 0

@@ -253,6 +253,7 @@ class CardIn(TypedDict):
     source_refs: NotRequired[dict[str, list[str]]]
     importance: NotRequired[float]
     confidence: NotRequired[float]
+    occurred_at: NotRequired[str | None]  # ISO 8601: when what the card remembers happened
 
 
 class CardImportRequest(TypedDict):
@@ -289,6 +290,7 @@ class Card(TypedDict):
     version: int
     created_at: str
     updated_at: str
+    occurred_at: str | None
 
 
 class LtmSearchRequest(TypedDict):
