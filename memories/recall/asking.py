@@ -20,7 +20,7 @@ from typing import Any
 from memories.recall.branches import FusedHit, Fusion, MemorySearch, card_text
 from memories.recall.history import history_candidate
 from memories.recall.pool import MemoryCandidate, ltm_candidate
-from memories.recall.query_profile import QueryProfile
+from memories.recall.query_profile import Intent, QueryProfile
 from memories.recall.relevance import best_holding, content_terms, query_names
 from memories.recall.routing import Route, route
 from memories.recall.timefilter import TimeQuery, TimeWindow, parse_time_query, reanchor
@@ -87,6 +87,13 @@ def start_asking(
     ltm_on = not forced_layers or "ltm" in forced_layers
     history_on = has_history and (not forced_layers or "history" in forced_layers)
     if not (ltm_on or history_on) or not (profile.content_terms or decided.ltm or decided.history):
+        return Asking(search=None, time_query=time_query, floor=floor, depth=depth)
+    about_now = profile.intent in Intent.TASK_INTENTS | Intent.PROFILE_INTENTS
+    rules_answer = (decided.redis or decided.postgres) and not (decided.ltm or decided.history)
+    if about_now and rules_answer and not forced_layers:
+        # The rules answer it from the profile and short-term memory; probing the user's
+        # earlier memory would put a long-term search on the path of every task step.
+        profile.probe_skipped = True
         return Asking(search=None, time_query=time_query, floor=floor, depth=depth)
     search = MemorySearch(
         tenant=tenant,

@@ -68,6 +68,7 @@ class QueryProfile:
     # Set by recall once the cheap lexical branches answered (see relevance.py).
     content_terms: list[str] = field(default_factory=list)
     memory_holds: bool = False
+    probe_skipped: bool = False  # the query is about the current task or the profile
     holding_share: float = 0.0
     held_terms: list[str] = field(default_factory=list)
     user_items_matched: int = 0  # the user's live items (any session) holding the query

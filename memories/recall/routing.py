@@ -94,7 +94,13 @@ def route(profile: QueryProfile, *, forced_layers: Collection[str] = ()) -> Rout
     )
     for layer in LAYERS:
         decided.declined[layer] = [] if decided.asks(layer) else ["no rule applies"]
-    if not decided.ltm and profile.content_terms:
+    if not decided.ltm and profile.probe_skipped:
+        current = (
+            f"intent {profile.intent} asks about the current task or the profile: the user's "
+            "earlier memory is not probed"
+        )
+        decided.declined["ltm"] = decided.declined["history"] = [current]
+    elif not decided.ltm and profile.content_terms:
         floor = (
             f"below the relevance floor: the user's memory holds "
             f"{profile.holding_share:.0%} of {', '.join(profile.content_terms)}"

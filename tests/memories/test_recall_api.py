@@ -602,3 +602,25 @@ def test_applying_recall_effects_twice_records_each_recall_once(
 
     ids = [e["id"] for e in owner.get(events_url).json()["events"]]
     assert ids == [start, first["recall_id"], second["recall_id"]]
+
+
+@pytest.mark.django_db
+def test_a_task_step_is_answered_without_probing_earlier_memory(owner, seeded) -> None:
+    response = owner.post(
+        RECALL,
+        {
+            "user_id": "u_42",
+            "session_id": "s_1",
+            "task_id": "bug456",
+            "query": "继续 bug456，下一步做什么？",
+            "explain": True,
+        },
+        format="json",
+    )
+    assert response.status_code == 200, response.json()
+    routing = response.json()["explain"]["routing"]
+    assert routing["redis"]["asked"] is True
+    assert routing["ltm"]["asked"] is False and routing["history"]["asked"] is False
+    assert "not probed" in routing["ltm"]["not_asked_because"][0]
+    assert "store.elasticsearch" not in response["Server-Timing"]
+    assert "store.milvus" not in response["Server-Timing"]
