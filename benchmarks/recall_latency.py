@@ -427,7 +427,12 @@ def print_store_table(results: list[tuple[float, dict[str, float], list[str]]]) 
         "client": [r[0] for r in results],
         "server": [r[1].get("total", 0.0) for r in results],
         **{name: [r[1].get(f"store.{name}", 0.0) for r in results] for name in STORE_COLUMNS},
-        "without ES": [r[0] - r[1].get("store.elasticsearch_exclusive", 0.0) for r in results],
+        "client without ES": [
+            r[0] - r[1].get("store.elasticsearch_exclusive", 0.0) for r in results
+        ],
+        "server without ES": [
+            r[1].get("total", 0.0) - r[1].get("store.elasticsearch_exclusive", 0.0) for r in results
+        ],
     }
     print(f"{'':>11}p50 / p95 ms: " + "; ".join(f"{k} {pcts(v)}" for k, v in columns.items()))
 
