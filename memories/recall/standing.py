@@ -69,11 +69,23 @@ def user_matches(
     content terms, and two of them or a name (`relevance.py`)."""
     if not terms:
         return []
+    anchors = [_anchor(term) for term in terms]
     matched = []
     for item in items:
         if not item.is_live(now):
             continue
         text = " ".join((item.summary, item.fact_value, " ".join(item.entities)))
+        # Segmenting and stemming 100 texts per recall is most of its own time; a text that
+        # cannot hold enough terms even by their first letters is left out before that.
+        lowered = text.lower()
+        if sum(anchor in lowered for anchor in anchors) < floor * len(terms):
+            continue
         if holds(terms, text, floor=floor, names=names):
             matched.append(item)
     return matched
+
+
+def _anchor(term: str) -> str:
+    """What a text holding `term` surely contains: a segmented Chinese word itself, the first
+    three letters of a stemmed English word (stemming changes endings only)."""
+    return term[:3] if term.isascii() else term
