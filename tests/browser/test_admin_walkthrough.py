@@ -18,6 +18,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -121,9 +122,21 @@ class Walk:
         )
 
     def submit(self, css: str) -> None:
-        """Press a submit button and wait for the next page."""
-        button = self.find(css)
-        button.click()
+        """Press a submit button and wait for the next page. A button found while the page
+        was still being replaced is found again (Chromium refuses the click before sending
+        it, so nothing is pressed twice)."""
+        for attempt in range(3):
+            button = self.find(css)
+            try:
+                button.click()
+                break
+            except (StaleElementReferenceException, WebDriverException) as exc:
+                gone = isinstance(exc, StaleElementReferenceException) or (
+                    "does not belong to the document" in str(exc)
+                )
+                if not gone or attempt == 2:
+                    raise
+                time.sleep(0.3)
         WebDriverWait(self.driver, 15).until(ec.staleness_of(button))
 
     def message(self, level: str = "success") -> str:
