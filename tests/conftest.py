@@ -19,9 +19,9 @@ from memories.history.vectors import history_vector_index
 from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
 from memories.services import stores_ensure
-from memories.stm import keys
-from memories.stm.redis_client import redis_connection
+from memoryproject import redis_keys as keys
 from memoryproject.errors import StoreUnavailable
+from memoryproject.redis_client import redis_connection
 from profiles.models import Tenant
 from profiles.services import api_key_create
 from tests.factories import TenantFactory

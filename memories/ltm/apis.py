@@ -11,10 +11,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.ltm.selectors import MODES, card_for, ltm_search
+from memories.audit.services import Actor
+from memories.ltm.selectors import MODES, ltm_search
 from memories.ltm.services import CardInput, cards_import
 from memories.models import LtmCard
-from memories.review.audit import Actor
 from memoryproject.fields import (
     StrictCharField,
     StrictFloatField,
@@ -26,30 +26,6 @@ from profiles.models import external_id_validator, slug_validator
 
 MAX_IMPORT = 500
 MAX_SOURCE_KINDS = 20
-
-
-def card_view(card: LtmCard) -> dict[str, Any]:
-    return {
-        "memory_id": card.memory_id,
-        "external_id": card.external_id or None,
-        "user_id": card.end_user.external_id if card.end_user else None,
-        "project": card.project.key if card.project else None,
-        "memory_type": card.memory_type,
-        "title": card.title,
-        "summary": card.summary,
-        "content": card.content,
-        "entities": card.entities,
-        "tags": card.tags,
-        "source_type": card.source_type,
-        "source_refs": card.source_refs,
-        "importance": card.importance,
-        "confidence": card.confidence,
-        "access_count": card.access_count,
-        "status": card.status,
-        "version": card.version,
-        "created_at": card.created_at,
-        "updated_at": card.updated_at,
-    }
 
 
 class CardInputSerializer(StrictSerializer):
@@ -135,35 +111,6 @@ class CardImportApi(APIView):
             ]
         }
         return Response(body, status=status.HTTP_201_CREATED)
-
-
-class CardDetailApi(APIView):
-    """GET one card of the ledger; DELETE (admin) asks for its erasure, which a reviewer
-    approves before anything is removed."""
-
-    required_scopes = {"GET": "read", "DELETE": "admin"}
-
-    @extend_schema(
-        description="One card of the long-term ledger in any status but deleted (erased: 404).",
-        responses=OpenApiTypes.OBJECT,
-    )
-    def get(self, request: Request, memory_id: str) -> Response:
-        return Response(card_view(card_for(tenant=request_tenant(request), memory_id=memory_id)))
-
-    @extend_schema(
-        description=(
-            "Ask to erase the card: answers 202 with a deletion request (`pending`) and removes "
-            "nothing yet. Once a reviewer approves it in the review queue, the card is erased "
-            "from PostgreSQL, Elasticsearch, Milvus and the caches and the request gets its "
-            "receipt; follow it at `GET /v1/deletions/{request_id}`. An open request for the "
-            "same card is returned as is."
-        ),
-        responses={202: OpenApiTypes.OBJECT},
-    )
-    def delete(self, request: Request, memory_id: str) -> Response:
-        from memories.review.apis import card_deletion_accepted
-
-        return card_deletion_accepted(request, memory_id)
 
 
 class LtmSearchApi(APIView):

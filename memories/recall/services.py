@@ -48,12 +48,12 @@ from memories.recall.relevance import content_terms, query_names
 from memories.recall.routing import LAYERS, Route, route
 from memories.recall.standing import standing_indexes, standing_rules, user_matches
 from memories.stm.items import StmItem
-from memories.stm.keys import Owner
 from memories.stm.store import now_seconds, recall_stm_store
 from memories.vocabulary import Vocabulary, default_vocabulary
 from memoryproject.errors import Invalid, StoreUnavailable
 from memoryproject.metrics import observe_recall
 from memoryproject.redaction import redact_text
+from memoryproject.redis_keys import Owner
 from profiles.models import Tenant
 from transcripts.selectors import session_is_users
 

@@ -12,8 +12,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memories.audit.services import Actor
+from memories.ltm.selectors import card_for
+from memories.ltm.serializers import card_view
 from memories.models import DeletionRequest, PromotionRequest, ReviewStatus
-from memories.review.audit import Actor
 from memories.review.deletion import deletion_for, deletion_request
 from memories.review.export import user_export
 from memories.review.promotion import promotions_for
@@ -78,8 +80,34 @@ class FactDeleteApi(APIView):
         return _accepted(request, kind=DeletionRequest.Kind.FACT, target=fact_id)
 
 
-def card_deletion_accepted(request: Request, memory_id: str) -> Response:
-    return _accepted(request, kind=DeletionRequest.Kind.CARD, target=memory_id)
+class CardDetailApi(APIView):
+    """GET one card of the ledger; DELETE (admin) asks for its erasure, which a reviewer
+    approves before anything is removed.
+
+    The card's read is Layer 3's, its deletion a review workflow: the view lives here, above
+    both, so Layer 3 never imports the review layer."""
+
+    required_scopes = {"GET": "read", "DELETE": "admin"}
+
+    @extend_schema(
+        description="One card of the long-term ledger in any status but deleted (erased: 404).",
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request, memory_id: str) -> Response:
+        return Response(card_view(card_for(tenant=request_tenant(request), memory_id=memory_id)))
+
+    @extend_schema(
+        description=(
+            "Ask to erase the card: answers 202 with a deletion request (`pending`) and removes "
+            "nothing yet. Once a reviewer approves it in the review queue, the card is erased "
+            "from PostgreSQL, Elasticsearch, Milvus and the caches and the request gets its "
+            "receipt; follow it at `GET /v1/deletions/{request_id}`. An open request for the "
+            "same card is returned as is."
+        ),
+        responses={202: OpenApiTypes.OBJECT},
+    )
+    def delete(self, request: Request, memory_id: str) -> Response:
+        return _accepted(request, kind=DeletionRequest.Kind.CARD, target=memory_id)
 
 
 class DeletionDetailApi(APIView):

@@ -10,8 +10,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from memories.audit.services import Action, Actor, audit_record
 from memories.models import DeletionRequest, LtmCard
-from memories.review.audit import Action, Actor, audit_record
 from memories.review.promotion import new_request_id
 from memoryproject.errors import Conflict, Invalid, NotFound
 from profiles.models import EndUser, StableFact, Tenant, UserPreference
@@ -197,7 +197,7 @@ def deletion_reject(
 
 def erasure_enqueue(request_id: str) -> None:
     """Ask a worker to run (or resume) an approved erasure."""
-    from memories.tasks import erasure_run_task
+    from memories.review.tasks import erasure_run_task
 
     try:
         erasure_run_task.delay(request_id=request_id)

@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from memories.audit.services import Action, Actor, audit_record, state_sha256
 from memories.history.search import history_search_index
 from memories.history.services import history_erase_user
 from memories.history.vectors import history_vector_index
@@ -28,11 +29,10 @@ from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
 from memories.models import DeletionRequest, LtmCard, PromotionRequest
 from memories.recall.cache import context_cache
-from memories.review.audit import Action, Actor, audit_record, state_sha256
 from memories.review.deletion import fact_row_for
-from memories.stm.keys import Owner
 from memories.stm.store import stm_store
 from memoryproject.errors import StoreUnavailable
+from memoryproject.redis_keys import Owner
 from profiles.models import EndUser, StableFact, UserPreference
 from transcripts.models import EventRef, Segment, Session
 from transcripts.segments import decode_segment, event_digest

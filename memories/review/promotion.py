@@ -19,15 +19,15 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from memories.audit.services import Action, Actor, audit_record
 from memories.ltm.services import CardInput, card_merge, cards_import
 from memories.models import LtmCard, PromotionPolicy, PromotionRequest, ReviewStatus
-from memories.review.audit import Action, Actor, audit_record
 from memories.stm.items import StmItem
-from memories.stm.keys import Owner
 from memories.stm.store import now_seconds, stm_store
 from memories.write.candidates import MemoryType
 from memoryproject.errors import Conflict, Invalid, StoreUnavailable
 from memoryproject.redaction import Report, redactor_for
+from memoryproject.redis_keys import Owner
 from profiles.domains import FACT_DOMAINS, PREFERENCE_DOMAINS, key_problem
 from profiles.models import EndUser, Source, StableFact, Tenant, UserPreference
 from profiles.services import fact_set, preference_set

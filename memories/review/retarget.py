@@ -12,8 +12,8 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
+from memories.audit.services import Action, Actor, audit_record
 from memories.models import LtmCard, PromotionPolicy, PromotionRequest
-from memories.review.audit import Action, Actor, audit_record
 from memories.review.promotion import (
     CARD_TYPE_FOR,
     current_value,
