@@ -30,6 +30,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import REGISTRY, Collector
 
+from memoryproject.errors import ErrorCode, error_body
+
 logger = logging.getLogger(__name__)
 
 
@@ -186,13 +188,7 @@ def may_read(request: HttpRequest) -> bool:
 def metrics_view(request: HttpRequest) -> HttpResponse:
     """The metrics in Prometheus' text format, for those who may read them (else 404)."""
     if request.method != "GET":
-        return JsonResponse(
-            {"error": {"code": "method_not_allowed", "message": "Use GET.", "fields": {}}},
-            status=405,
-        )
+        return JsonResponse(error_body(ErrorCode.METHOD_NOT_ALLOWED, "Use GET."), status=405)
     if not may_read(request):
-        return JsonResponse(
-            {"error": {"code": "not_found", "message": "No such resource.", "fields": {}}},
-            status=404,
-        )
+        return JsonResponse(error_body(ErrorCode.NOT_FOUND, "No such resource."), status=404)
     return HttpResponse(generate_latest(_registry()), content_type=CONTENT_TYPE_LATEST)
