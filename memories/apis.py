@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -13,9 +12,14 @@ from rest_framework.views import APIView
 
 from memories.audit.services import Actor
 from memories.stm.selectors import stm_item_for, stm_items_for
-from memories.stm.serializers import item_document
+from memories.stm.serializers import (
+    StmItemDetailOutputSerializer,
+    StmPageOutputSerializer,
+    item_document,
+)
 from memories.stm.services import stm_item_delete
 from memories.write.candidates import Candidate, MemoryType
+from memories.write.serializers import ProposalsOutputSerializer
 from memories.write.services import proposals_submit
 from memoryproject.fields import (
     JsonObjectField,
@@ -114,7 +118,7 @@ class ProposalSubmitApi(APIView):
     @extend_schema(
         request=ProposalsInputSerializer,
         parameters=[ProposalsQuerySerializer],
-        responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT},
+        responses={200: ProposalsOutputSerializer, 201: ProposalsOutputSerializer},
     )
     def post(self, request: Request) -> Response:
         query = self.ProposalsQuerySerializer(data=request.query_params)
@@ -147,7 +151,10 @@ class ProposalSubmitApi(APIView):
             ],
         }
         written = any(r.item_id for r in results)
-        return Response(body, status=status.HTTP_201_CREATED if written else status.HTTP_200_OK)
+        return Response(
+            ProposalsOutputSerializer(body).data,
+            status=status.HTTP_201_CREATED if written else status.HTTP_200_OK,
+        )
 
 
 class StmListApi(APIView):
@@ -165,7 +172,7 @@ class StmListApi(APIView):
         before = serializers.FloatField(required=False, min_value=0)
         limit = serializers.IntegerField(required=False, min_value=1, max_value=200, default=50)
 
-    @extend_schema(parameters=[ListQuerySerializer], responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[ListQuerySerializer], responses=StmPageOutputSerializer)
     def get(self, request: Request) -> Response:
         query = self.ListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -181,10 +188,12 @@ class StmListApi(APIView):
             limit=data["limit"],
         )
         return Response(
-            {
-                "items": [item_document(item) for item in page.items],
-                "next_before": repr(page.next_before) if page.next_before else None,
-            }
+            StmPageOutputSerializer(
+                {
+                    "items": [item_document(item) for item in page.items],
+                    "next_before": repr(page.next_before) if page.next_before else None,
+                }
+            ).data
         )
 
 
@@ -193,14 +202,16 @@ class MemoryItemApi(APIView):
 
     required_scopes = {"GET": "read", "DELETE": "write"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=StmItemDetailOutputSerializer)
     def get(self, request: Request, item_id: str) -> Response:
         tenant = request_tenant(request)
         item = stm_item_for(tenant=tenant, item_id=item_id)
         provenance = events_by_ids(
             tenant=tenant, session_ids=item.sessions, message_ids=item.message_ids
         )
-        return Response({**item_document(item), "provenance": provenance})
+        return Response(
+            StmItemDetailOutputSerializer({**item_document(item), "provenance": provenance}).data
+        )
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, item_id: str) -> Response:

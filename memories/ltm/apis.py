@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -13,6 +12,7 @@ from rest_framework.views import APIView
 
 from memories.audit.services import Actor
 from memories.ltm.selectors import MODES, ltm_search
+from memories.ltm.serializers import CardImportOutputSerializer, LtmSearchOutputSerializer
 from memories.ltm.services import CardInput, cards_import
 from memories.models import LtmCard
 from memoryproject.fields import (
@@ -78,7 +78,7 @@ class CardImportApi(APIView):
                 raise serializers.ValidationError("Card ids repeat within the import.")
             return cards
 
-    @extend_schema(request=ImportInputSerializer, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request=ImportInputSerializer, responses={201: CardImportOutputSerializer})
     def post(self, request: Request) -> Response:
         serializer = self.ImportInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -110,7 +110,7 @@ class CardImportApi(APIView):
                 for card, outcome in results
             ]
         }
-        return Response(body, status=status.HTTP_201_CREATED)
+        return Response(CardImportOutputSerializer(body).data, status=status.HTTP_201_CREATED)
 
 
 class LtmSearchApi(APIView):
@@ -140,7 +140,7 @@ class LtmSearchApi(APIView):
             max_length=2,
         )
 
-    @extend_schema(request=SearchInputSerializer, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=SearchInputSerializer, responses=LtmSearchOutputSerializer)
     def post(self, request: Request) -> Response:
         serializer = self.SearchInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -156,24 +156,26 @@ class LtmSearchApi(APIView):
             statuses=data["statuses"],
         )
         return Response(
-            {
-                "mode": result.mode,
-                "degraded": result.degraded,
-                "failed_branches": list(result.failed_branches),
-                "hits": [
-                    {
-                        "memory_id": h.memory_id,
-                        "score": h.score,
-                        "lexical_rank": h.lexical_rank,
-                        "lexical_score": h.lexical_score,
-                        "vector_rank": h.vector_rank,
-                        "vector_score": h.vector_score,
-                        "title": h.card.get("title", ""),
-                        "summary": h.card.get("summary", ""),
-                        "memory_type": h.card.get("memory_type", ""),
-                        "user_id": h.card.get("user_id") or None,
-                    }
-                    for h in result.hits
-                ],
-            }
+            LtmSearchOutputSerializer(
+                {
+                    "mode": result.mode,
+                    "degraded": result.degraded,
+                    "failed_branches": list(result.failed_branches),
+                    "hits": [
+                        {
+                            "memory_id": h.memory_id,
+                            "score": h.score,
+                            "lexical_rank": h.lexical_rank,
+                            "lexical_score": h.lexical_score,
+                            "vector_rank": h.vector_rank,
+                            "vector_score": h.vector_score,
+                            "title": h.card.get("title", ""),
+                            "summary": h.card.get("summary", ""),
+                            "memory_type": h.card.get("memory_type", ""),
+                            "user_id": h.card.get("user_id") or None,
+                        }
+                        for h in result.hits
+                    ],
+                }
+            ).data
         )
