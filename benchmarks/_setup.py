@@ -51,8 +51,8 @@ def locomo_turns() -> list[dict[str, str]]:
 
 def clear_prefix_keys() -> None:
     """Delete the Redis keys written under this run's REDIS_KEY_PREFIX (e.g. query caches)."""
-    from memories.stm import keys
-    from memories.stm.redis_client import redis_connection
+    from memoryproject import redis_keys as keys
+    from memoryproject.redis_client import redis_connection
 
     client = redis_connection()
     stale = list(client.scan_iter(match=keys.all_keys_pattern(), count=5000))

@@ -62,8 +62,8 @@ def main() -> None:
 def load(tenant, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
     from memories.ltm.services import CardInput, cards_import, outbox_drain
     from memories.stm.items import StmItem
-    from memories.stm.keys import Owner
     from memories.stm.store import now_seconds, stm_store
+    from memoryproject.redis_keys import Owner
     from profiles.services import ProfilePatch, profile_update
     from transcripts.services import EventIn, events_append
 
@@ -145,9 +145,9 @@ def load(tenant, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-d
 
 
 def erase(tenant, reviewer) -> None:  # type: ignore[no-untyped-def]
+    from memories.audit.services import Actor, audit_verify
     from memories.ltm.search import card_search_index
     from memories.models import DeletionRequest
-    from memories.review.audit import Actor, audit_verify
     from memories.review.deletion import deletion_approve, deletion_request
     from memories.review.erasure import erasure_run, receipt_digest
     from profiles.models import EndUser

@@ -175,8 +175,8 @@ def run(args: argparse.Namespace, database: str, folder: str) -> None:
     from memories.history.vectors import history_vector_index
     from memories.ltm.embedder import embedder, query_vector
     from memories.receivers import extract_after_append
-    from memories.stm import keys
-    from memories.stm.redis_client import redis_connection
+    from memoryproject import redis_keys as keys
+    from memoryproject.redis_client import redis_connection
     from profiles.services import tenant_create, tenant_delete
     from transcripts.services import EventIn, events_append
     from transcripts.signals import events_appended

@@ -72,8 +72,8 @@ def main() -> None:
 
 def load(tenant, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
     from memories.stm.items import StmItem
-    from memories.stm.keys import Owner
     from memories.stm.store import now_seconds, stm_store
+    from memoryproject.redis_keys import Owner
     from profiles.models import EndUser
 
     turns = [t["content"] for t in locomo_turns()]

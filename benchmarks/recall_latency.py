@@ -440,8 +440,8 @@ def print_store_table(results: list[tuple[float, dict[str, float], list[str]]]) 
 def effects_backlog() -> None:
     """How many recalls' side effects were still queued, and how long the worker took to
     apply them once the load stopped."""
-    from memories.stm import keys
-    from memories.stm.redis_client import redis_connection
+    from memoryproject import redis_keys as keys
+    from memoryproject.redis_client import redis_connection
 
     client = redis_connection()
     queued = client.llen(keys.recall_log())

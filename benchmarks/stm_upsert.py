@@ -122,8 +122,8 @@ def load_worker(args: tuple[int, int, list[str]]) -> int:
 
 
 def consistency(sample: int) -> int:
-    from memories.stm.keys import Owner
     from memories.stm.store import stm_store
+    from memoryproject.redis_keys import Owner
 
     problems = 0
     for owner_n in random.sample(range(1, OWNERS + 1), sample):
@@ -132,13 +132,13 @@ def consistency(sample: int) -> int:
 
 
 def remaining_keys() -> int:
-    from memories.stm.redis_client import redis_connection
+    from memoryproject.redis_client import redis_connection
 
     return sum(1 for _ in redis_connection().scan_iter(match=f"{PREFIX}:*", count=5000))
 
 
 def cleanup() -> None:
-    from memories.stm.redis_client import redis_connection
+    from memoryproject.redis_client import redis_connection
 
     client = redis_connection()
     batch = []

@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpR
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
+from memories.audit.services import audit_verify
 from memories.models import (
     POLICY_FIELDS,
     AuditEvent,
@@ -25,7 +26,6 @@ from memories.models import (
     WritePolicy,
 )
 from memories.review.admin_common import short_time
-from memories.review.audit import audit_verify
 from memories.services import (
     tenant_policy_delete,
     tenant_policy_save,

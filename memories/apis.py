@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.review.audit import Actor
-from memories.stm.items import StmItem
+from memories.audit.services import Actor
 from memories.stm.selectors import stm_item_for, stm_items_for
+from memories.stm.serializers import (
+    StmItemDetailOutputSerializer,
+    StmPageOutputSerializer,
+    item_document,
+)
 from memories.stm.services import stm_item_delete
 from memories.write.candidates import Candidate, MemoryType
+from memories.write.serializers import ProposalsOutputSerializer
 from memories.write.services import proposals_submit
 from memoryproject.fields import (
     JsonObjectField,
@@ -31,44 +34,6 @@ from profiles.models import external_id_validator
 from transcripts.selectors import events_by_ids
 
 MAX_PROPOSALS = 100
-
-
-def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat()
-
-
-def item_document(item: StmItem) -> dict[str, Any]:
-    """An item as the API shows it (timestamps in ISO 8601)."""
-    return {
-        "id": item.id,
-        "user_id": item.user_id,
-        "session_id": item.session_id,
-        "task_id": item.task_id,
-        "memory_type": item.memory_type,
-        "subtype": item.subtype,
-        "summary": item.summary,
-        "detail": item.detail,
-        "entities": item.entities,
-        "tags": item.tags,
-        "source": item.source,
-        "confidence": item.confidence,
-        "importance": item.importance,
-        "created_at": _iso(item.created_at),
-        "updated_at": _iso(item.updated_at),
-        "last_access_at": _iso(item.last_access_at),
-        "expires_at": _iso(item.expires_at),
-        "fingerprint": item.fingerprint,
-        "canonical_fact_key": item.canonical_fact_key,
-        "fact_value": item.fact_value,
-        "version": item.version,
-        "status": item.status,
-        "hit_count": item.hit_count,
-        "sessions": item.sessions,
-        "supersedes": item.supersedes,
-        "superseded_by": item.superseded_by,
-        "verified": item.verified,
-        "remember": item.remember,
-    }
 
 
 class SourceSerializer(StrictSerializer):
@@ -153,7 +118,7 @@ class ProposalSubmitApi(APIView):
     @extend_schema(
         request=ProposalsInputSerializer,
         parameters=[ProposalsQuerySerializer],
-        responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT},
+        responses={200: ProposalsOutputSerializer, 201: ProposalsOutputSerializer},
     )
     def post(self, request: Request) -> Response:
         query = self.ProposalsQuerySerializer(data=request.query_params)
@@ -186,7 +151,10 @@ class ProposalSubmitApi(APIView):
             ],
         }
         written = any(r.item_id for r in results)
-        return Response(body, status=status.HTTP_201_CREATED if written else status.HTTP_200_OK)
+        return Response(
+            ProposalsOutputSerializer(body).data,
+            status=status.HTTP_201_CREATED if written else status.HTTP_200_OK,
+        )
 
 
 class StmListApi(APIView):
@@ -204,7 +172,7 @@ class StmListApi(APIView):
         before = serializers.FloatField(required=False, min_value=0)
         limit = serializers.IntegerField(required=False, min_value=1, max_value=200, default=50)
 
-    @extend_schema(parameters=[ListQuerySerializer], responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[ListQuerySerializer], responses=StmPageOutputSerializer)
     def get(self, request: Request) -> Response:
         query = self.ListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -220,10 +188,12 @@ class StmListApi(APIView):
             limit=data["limit"],
         )
         return Response(
-            {
-                "items": [item_document(item) for item in page.items],
-                "next_before": repr(page.next_before) if page.next_before else None,
-            }
+            StmPageOutputSerializer(
+                {
+                    "items": [item_document(item) for item in page.items],
+                    "next_before": repr(page.next_before) if page.next_before else None,
+                }
+            ).data
         )
 
 
@@ -232,14 +202,16 @@ class MemoryItemApi(APIView):
 
     required_scopes = {"GET": "read", "DELETE": "write"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=StmItemDetailOutputSerializer)
     def get(self, request: Request, item_id: str) -> Response:
         tenant = request_tenant(request)
         item = stm_item_for(tenant=tenant, item_id=item_id)
         provenance = events_by_ids(
             tenant=tenant, session_ids=item.sessions, message_ids=item.message_ids
         )
-        return Response({**item_document(item), "provenance": provenance})
+        return Response(
+            StmItemDetailOutputSerializer({**item_document(item), "provenance": provenance}).data
+        )
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, item_id: str) -> Response:

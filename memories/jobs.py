@@ -17,7 +17,7 @@ def _paged(
     run: Callable[..., object], lock: str, tenant: Tenant | None, progress: Callable[[str], None]
 ) -> tuple[int, int] | None:
     """Run a cursor-paged job to the end; (examined, proposed), or None when busy."""
-    from memories.stm.locks import redis_lock
+    from memoryproject.locks import redis_lock
 
     name = lock if tenant is None else f"{lock}:{tenant.pk}"
     examined = proposed = 0

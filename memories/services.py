@@ -6,12 +6,12 @@ from typing import Any
 
 from django.db import transaction
 
+from memories.audit.services import Action, Actor, audit_record
 from memories.history.search import history_search_index
 from memories.history.vectors import history_vector_index
 from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
 from memories.models import ForgettingPolicy, PromotionPolicy, RecallPolicy, VocabularyEntry
-from memories.review.audit import Action, Actor, audit_record
 from memories.stm.store import stm_store
 from profiles.throttling import load_scripts
 

@@ -12,7 +12,7 @@ urlpatterns = [
     path("memories/stm", apis.StmListApi.as_view(), name="stm"),
     path("memories/<extid:item_id>", apis.MemoryItemApi.as_view(), name="item"),
     path("ltm/cards:import", ltm_apis.CardImportApi.as_view(), name="ltm-import"),
-    path("ltm/cards/<extid:memory_id>", ltm_apis.CardDetailApi.as_view(), name="ltm-card"),
+    path("ltm/cards/<extid:memory_id>", review_apis.CardDetailApi.as_view(), name="ltm-card"),
     path("ltm/search", ltm_apis.LtmSearchApi.as_view(), name="ltm-search"),
     path("recall", recall_apis.RecallApi.as_view(), name="recall"),
     path(

@@ -1,7 +1,8 @@
 """Word lists and patterns the rule-based extractors and the query profile use.
 
 Defaults live in `memories/data/vocabulary.json`; a tenant extends any kind with
-`VocabularyEntry` rows (admin), so no pattern lives in code.
+`VocabularyEntry` rows (admin), so no pattern lives in code. This module reads no table (the
+model validates its rows with it); `memories.selectors` reads a tenant's entries.
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
-from memories.models import VocabularyEntry
 from memoryproject.redaction import DEFAULT, Redactor
-from profiles.models import Tenant
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "vocabulary.json"
 CASE_SENSITIVE_KINDS = frozenset({"error_name", "entity_pattern"})
@@ -118,20 +117,7 @@ def vocabulary_kinds() -> list[str]:
     return [kind for kind in raw if not kind.startswith("_")]
 
 
-def vocabulary_for(*, tenant: Tenant) -> Vocabulary:
-    """The default vocabulary extended with the tenant's own entries."""
-    entries = list(VocabularyEntry.objects.filter(tenant=tenant).values_list("kind", "value"))
-    return default_vocabulary().extended(entries) if entries else default_vocabulary()
-
-
 def redactor_of(vocabulary: Vocabulary) -> Redactor:
     """The built-in redaction detectors plus the vocabulary's `redaction` patterns."""
     extra = vocabulary.patterns.get(REDACTION_KIND, ())
     return Redactor(extra) if extra else DEFAULT
-
-
-def redaction_patterns(tenant: Tenant) -> tuple[re.Pattern[str], ...]:
-    """The tenant's own redaction patterns (registered with `memoryproject.redaction`)."""
-    entries = VocabularyEntry.objects.filter(tenant=tenant, kind=REDACTION_KIND)
-    values = entries.values_list("value", flat=True)
-    return tuple(compile_pattern(REDACTION_KIND, value) for value in values)

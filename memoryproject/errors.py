@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
@@ -23,18 +24,52 @@ logger = logging.getLogger(__name__)
 FieldErrors = dict[str, list[str]]
 
 
+class ErrorCode(StrEnum):
+    """Every `code` an error answer carries (the OpenAPI schema lists them); clients branch on
+    these, never on the message."""
+
+    # 400
+    INVALID = "invalid"
+    INVALID_JSON = "invalid_json"
+    # 401, 403, 404, 405, 406
+    UNAUTHENTICATED = "unauthenticated"
+    PERMISSION_DENIED = "permission_denied"
+    NOT_FOUND = "not_found"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    NOT_ACCEPTABLE = "not_acceptable"
+    # 409: the request contradicts stored state
+    CONFLICT = "conflict"
+    ALREADY_DECIDED = "already_decided"  # a review request was approved or rejected already
+    DUPLICATE = "duplicate"  # another pending proposal promotes the same thing
+    DUPLICATE_EVENT_ID = "duplicate_event_id"  # a client id reused with different content
+    USER_GONE = "user_gone"  # the end user of a proposal no longer exists
+    # 410, 413, 415, 429
+    GONE = "gone"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    THROTTLED = "throttled"
+    # 5xx
+    STORE_UNAVAILABLE = "store_unavailable"
+    SCHEMA_MISMATCH = "schema_mismatch"  # a Milvus collection of another layout
+    EMBEDDING_MISMATCH = "embedding_mismatch"  # a Milvus collection of another embedder
+    SERVER_ERROR = "server_error"
+    ERROR = "error"  # any other framework error
+
+
 class DomainError(Exception):
     """An expected failure with a stable machine-readable code and an HTTP status."""
 
     status_code: int = status.HTTP_400_BAD_REQUEST
-    code = "invalid"
+    code: ErrorCode = ErrorCode.INVALID
 
-    def __init__(self, message: str, *, fields: FieldErrors | None = None, code: str = "") -> None:
+    def __init__(
+        self, message: str, *, fields: FieldErrors | None = None, code: ErrorCode | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.fields = fields
-        if code:
-            self.code = code
+        if code is not None:
+            self.code = ErrorCode(code)
 
 
 class Invalid(DomainError):
@@ -43,29 +78,29 @@ class Invalid(DomainError):
 
 class NotFound(DomainError):
     status_code = status.HTTP_404_NOT_FOUND
-    code = "not_found"
+    code = ErrorCode.NOT_FOUND
 
 
 class Conflict(DomainError):
     status_code = status.HTTP_409_CONFLICT
-    code = "conflict"
+    code = ErrorCode.CONFLICT
 
 
 class Gone(DomainError):
     status_code = status.HTTP_410_GONE
-    code = "gone"
+    code = ErrorCode.GONE
 
 
 class PayloadTooLarge(DomainError):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    code = "payload_too_large"
+    code = ErrorCode.PAYLOAD_TOO_LARGE
 
 
 class StoreUnavailable(DomainError):
     """An outside store (Redis, Elasticsearch, Milvus, object storage) did not answer."""
 
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    code = "store_unavailable"
+    code = ErrorCode.STORE_UNAVAILABLE
 
 
 # PostgreSQL could not be reached or dropped the connection: an outage, worth retrying.
@@ -82,8 +117,8 @@ def store_unavailable_body(message: str = DATABASE_UNAVAILABLE_MESSAGE) -> dict[
     return error_body(StoreUnavailable.code, message)
 
 
-def error_body(code: str, message: str, fields: FieldErrors | None = None) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "fields": fields or {}}}
+def error_body(code: ErrorCode, message: str, fields: FieldErrors | None = None) -> dict[str, Any]:
+    return {"error": {"code": ErrorCode(code).value, "message": message, "fields": fields or {}}}
 
 
 def flatten_field_errors(detail: Any, prefix: str = "") -> FieldErrors:
@@ -108,15 +143,15 @@ def flatten_field_errors(detail: Any, prefix: str = "") -> FieldErrors:
 
 
 _DRF_CODES = {
-    exceptions.ParseError: "invalid_json",
-    exceptions.AuthenticationFailed: "unauthenticated",
-    exceptions.NotAuthenticated: "unauthenticated",
-    exceptions.PermissionDenied: "permission_denied",
-    exceptions.NotFound: "not_found",
-    exceptions.MethodNotAllowed: "method_not_allowed",
-    exceptions.NotAcceptable: "not_acceptable",
-    exceptions.UnsupportedMediaType: "unsupported_media_type",
-    exceptions.Throttled: "throttled",
+    exceptions.ParseError: ErrorCode.INVALID_JSON,
+    exceptions.AuthenticationFailed: ErrorCode.UNAUTHENTICATED,
+    exceptions.NotAuthenticated: ErrorCode.UNAUTHENTICATED,
+    exceptions.PermissionDenied: ErrorCode.PERMISSION_DENIED,
+    exceptions.NotFound: ErrorCode.NOT_FOUND,
+    exceptions.MethodNotAllowed: ErrorCode.METHOD_NOT_ALLOWED,
+    exceptions.NotAcceptable: ErrorCode.NOT_ACCEPTABLE,
+    exceptions.UnsupportedMediaType: ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+    exceptions.Throttled: ErrorCode.THROTTLED,
 }
 
 
@@ -144,11 +179,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, exceptions.ValidationError):
         fields = flatten_field_errors(exc.detail)
         return Response(
-            error_body("invalid", "The request is not valid; see fields.", fields),
+            error_body(ErrorCode.INVALID, "The request is not valid; see fields.", fields),
             status=status.HTTP_400_BAD_REQUEST,
         )
     if isinstance(exc, exceptions.APIException):
-        code = next((c for cls, c in _DRF_CODES.items() if isinstance(exc, cls)), "error")
+        code = next((c for cls, c in _DRF_CODES.items() if isinstance(exc, cls)), ErrorCode.ERROR)
         headers = {}
         wait = getattr(exc, "wait", None)
         if isinstance(exc, exceptions.Throttled) and wait is not None:
@@ -178,7 +213,7 @@ def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpRespons
             response[name] = value
         return response
     return JsonResponse(
-        error_body("server_error", "An unexpected error happened; it has been logged."),
+        error_body(ErrorCode.SERVER_ERROR, "An unexpected error happened; it has been logged."),
         status=500,
     )
 
@@ -190,7 +225,9 @@ def _unreadable_request(exc: Exception) -> tuple[int, dict[str, Any]]:
             PayloadTooLarge.code,
             f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.",
         )
-    return status.HTTP_400_BAD_REQUEST, error_body("invalid", f"The request was refused: {exc}")
+    return status.HTTP_400_BAD_REQUEST, error_body(
+        ErrorCode.INVALID, f"The request was refused: {exc}"
+    )
 
 
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
@@ -205,4 +242,4 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
     """handler404: the API's error shape; the admin keeps Django's HTML page."""
     if request.path.startswith(ADMIN_PREFIX):
         return defaults.page_not_found(request, exception or Http404())
-    return JsonResponse(error_body("not_found", "No such resource."), status=404)
+    return JsonResponse(error_body(ErrorCode.NOT_FOUND, "No such resource."), status=404)

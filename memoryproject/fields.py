@@ -95,3 +95,32 @@ class JsonObjectField(serializers.DictField):
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("child", serializers.JSONField(allow_null=True))
         super().__init__(**kwargs)
+
+
+class OutputSerializer(serializers.Serializer):
+    """An answer's shape, declared for the OpenAPI schema, for the views and services that build it.
+
+    The values reach the renderer as they were built (a time stays a datetime, a count an
+    int), so declaring a shape never changes an answer's bytes: only nested output serializers
+    and lists and maps of them are walked. A key the serializer does not declare is kept, and
+    the schema test of every response (tests/schema_check.py) fails on it.
+    """
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        document = dict(instance)
+        for name, field in self.fields.items():
+            if document.get(name) is not None:
+                document[name] = _represent(field, document[name])
+        return document
+
+
+def _represent(field: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(field, OutputSerializer):
+        return field.to_representation(value)
+    if isinstance(field, serializers.ListSerializer | serializers.ListField):
+        return [_represent(field.child, item) for item in value]
+    if isinstance(field, serializers.DictField):
+        return {key: _represent(field.child, item) for key, item in value.items()}
+    return value

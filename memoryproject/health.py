@@ -12,8 +12,8 @@ from django.db import connection, connections
 from memories.history.vectors import history_vector_index
 from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
-from memories.stm.redis_client import redis_connection
 from memoryproject.celery import app as celery_app
+from memoryproject.redis_client import redis_connection
 
 CHECK_TIMEOUT_SECONDS = 3.0
 

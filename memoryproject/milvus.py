@@ -20,7 +20,7 @@ from django.conf import settings
 from pymilvus import DataType, MilvusClient, MilvusException
 from pymilvus.client.types import LoadState
 
-from memoryproject.errors import StoreUnavailable
+from memoryproject.errors import ErrorCode, StoreUnavailable
 from memoryproject.store_timing import timed
 
 logger = logging.getLogger(__name__)
@@ -177,7 +177,7 @@ class MilvusCollection:
             raise StoreUnavailable(
                 f"Milvus collection {self.collection} has fields {sorted(names)}, expected "
                 f"{sorted(expected)}; drop it and run `manage.py {self.reindex_command}`.",
-                code="schema_mismatch",
+                code=ErrorCode.SCHEMA_MISMATCH,
             )
         recorded = recorded_embedding(described)
         if recorded != (self.model, self.dim):
@@ -185,7 +185,7 @@ class MilvusCollection:
                 f"Milvus collection {self.collection} holds {recorded[0]} vectors of size "
                 f"{recorded[1]}, but the embedder is {self.model} / {self.dim}; fix the "
                 f"settings, or drop the collection and run `manage.py {self.reindex_command}`.",
-                code="embedding_mismatch",
+                code=ErrorCode.EMBEDDING_MISMATCH,
             )
 
     def ping(self) -> None:

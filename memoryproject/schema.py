@@ -15,6 +15,8 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework import serializers
 
+from memoryproject.errors import ErrorCode
+
 ERROR_COMPONENT = "Error"
 COMPONENT_REF = "#/components/schemas/"
 ERROR_SCHEMA: dict[str, Any] = {
@@ -24,7 +26,11 @@ ERROR_SCHEMA: dict[str, Any] = {
         "error": {
             "type": "object",
             "properties": {
-                "code": {"type": "string", "description": "stable, machine-readable"},
+                "code": {
+                    "type": "string",
+                    "enum": [code.value for code in ErrorCode],
+                    "description": "stable, machine-readable (`memoryproject.errors.ErrorCode`)",
+                },
                 "message": {"type": "string", "description": "for people; may change"},
                 "fields": {
                     "type": "object",

@@ -95,7 +95,7 @@ CACHES = {
         "OPTIONS": {
             "SOCKET_CONNECT_TIMEOUT": REDIS_CONNECT_TIMEOUT_SECONDS,
             "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT_SECONDS,
-            "CONNECTION_POOL_CLASS": "memories.stm.redis_client.FailFastConnectionPool",
+            "CONNECTION_POOL_CLASS": "memoryproject.redis_client.FailFastConnectionPool",
         },
     }
 }

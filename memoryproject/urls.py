@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from memoryproject import views
 from memoryproject.converters import ExternalIdConverter
-from memoryproject.metrics import metrics_view
+from memoryproject.metrics_view import metrics_view
 
 register_converter(ExternalIdConverter, "extid")
 

@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.review.audit import Actor
+from memories.audit.services import Actor
 from memoryproject.fields import (
     JsonObjectField,
     StrictCharField,

@@ -19,8 +19,8 @@ from typing import Any
 import orjson
 from redis.exceptions import RedisError
 
-from memories.stm import keys
-from memories.stm.redis_client import redis_connection
+from memoryproject import redis_keys as keys
+from memoryproject.redis_client import redis_connection
 from profiles.models import ApiKey, Tenant
 
 logger = logging.getLogger(__name__)

@@ -21,8 +21,8 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 from redis.exceptions import RedisError
 
-from memories.stm import keys
-from memories.stm.redis_client import redis_connection
+from memoryproject import redis_keys as keys
+from memoryproject.redis_client import redis_connection
 
 logger = logging.getLogger(__name__)
 

@@ -14,6 +14,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from memories.audit.services import Action, Actor, audit_record
 from memoryproject.errors import Conflict, Invalid
 from memoryproject.redaction import Redactor, Report, redactor_for
 from profiles.models import (
@@ -52,10 +53,7 @@ def staff_audit(
     end_user_pk: int | None = None,
 ) -> None:
     """Record a staff user's change of Layer 1 in the tenant's audit trail (in the caller's
-    transaction). The trail lives in the memory layers; the import stays local so this layer
-    does not depend on them at import time."""
-    from memories.review.audit import Actor, audit_record
-
+    transaction). The trail sits below this layer, so every writer can record into it."""
     audit_record(
         tenant=tenant,
         action=action,
@@ -489,8 +487,6 @@ def redacted_patch(patch: ProfilePatch, *, redactor: Redactor) -> ProfilePatch:
 def _audit_profile_change(
     tenant: Tenant, end_user: EndUser, patch: ProfilePatch, actor: Any, staff: Any
 ) -> None:
-    from memories.review.audit import Action, Actor, audit_record
-
     if actor is None:
         actor = Actor.staff(staff) if staff is not None else Actor.job("profile")
     audit_record(

@@ -11,8 +11,8 @@ from django.conf import settings
 from redis.exceptions import RedisError
 from rest_framework.throttling import BaseThrottle
 
-from memories.stm import keys
-from memories.stm.redis_client import redis_connection
+from memoryproject import redis_keys as keys
+from memoryproject.redis_client import redis_connection
 
 logger = logging.getLogger(__name__)
 

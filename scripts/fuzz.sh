@@ -81,8 +81,8 @@ import redis
 from django.conf import settings
 from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
-from memories.stm import keys
-from memories.stm.redis_client import redis_connection
+from memoryproject import redis_keys as keys
+from memoryproject.redis_client import redis_connection
 for index in (card_search_index(), vector_index()):
     index.drop()
 client = redis_connection()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 from django.conf import settings
+from django.urls import Resolver404
 from rest_framework.test import APIClient
 
 from memories.history.search import history_search_index
@@ -19,12 +20,13 @@ from memories.history.vectors import history_vector_index
 from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
 from memories.services import stores_ensure
-from memories.stm import keys
-from memories.stm.redis_client import redis_connection
+from memoryproject import redis_keys as keys
 from memoryproject.errors import StoreUnavailable
+from memoryproject.redis_client import redis_connection
 from profiles.models import Tenant
 from profiles.services import api_key_create
 from tests.factories import TenantFactory
+from tests.schema_check import response_problems
 
 START_HINT = "start the local stores with ./scripts/test.sh (it runs pytest after starting them)"
 
@@ -61,6 +63,26 @@ def real_stores() -> Iterator[None]:
     leftovers = list(broker.scan_iter(match=f"*{queue}*", count=1000))
     if leftovers:
         broker.delete(*leftovers)
+
+
+@pytest.fixture(autouse=True)
+def answers_match_the_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every answer an APIClient gets in the suite validates against the OpenAPI schema."""
+    request = APIClient.request
+
+    def checked(self: APIClient, **kwargs: object) -> object:
+        response = request(self, **kwargs)
+        try:
+            route = response.resolver_match.route or ""
+        except Resolver404:  # no such path: nothing in the schema to check it against
+            route = ""
+        problems = response_problems(
+            str(kwargs.get("REQUEST_METHOD", "")), route, response.status_code, response
+        )
+        assert not problems, "\n".join(["The answer does not match the schema:", *problems])
+        return response
+
+    monkeypatch.setattr(APIClient, "request", checked)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from memoryproject.errors import Conflict, Gone, NotFound
+from memoryproject.errors import Conflict, ErrorCode, Gone, NotFound
 from profiles.models import Tenant
 from profiles.services import end_user_get_or_create
 from transcripts.models import EventRef, Segment, Session
@@ -161,7 +161,7 @@ def _replayed_ids(*, session: Session, events: Sequence[EventIn]) -> list[tuple[
             "Some event ids are already stored in this session with other content or in another "
             "batch.",
             fields={"events": [f"Already stored: {already}."]},
-            code="duplicate_event_id",
+            code=ErrorCode.DUPLICATE_EVENT_ID,
         )
     return [(base + i, stored[base + i].message_id) for i in range(len(events))]
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memories.compression.dependency import ToolDependency
 from memories.compression.plan import Compression, Entry, State
+from memories.compression.serializers import CompressionOutputSerializer
 from memories.compression.services import (
     MAX_BUDGET_TOKENS,
     MAX_EVENTS,
@@ -58,7 +60,59 @@ def _summary(compression: Compression) -> dict[str, Any] | None:
     }
 
 
+def _stubbed(entry: Entry, dependency: str | None) -> dict[str, Any]:
+    return {
+        "id": entry.id,
+        "seq": entry.seq,
+        "tool": tool_name(entry.event),
+        "tool_call_id": str(entry.event.get("tool_call_id") or ""),
+        "reason": entry.reason,
+        "dependency": dependency,
+    }
+
+
+def _folded(entry: Entry, dependency: str | None) -> dict[str, Any]:
+    return {
+        "id": entry.id,
+        "seq": entry.seq,
+        "role": entry.role,
+        "reason": entry.reason,
+        "dependency": dependency,
+    }
+
+
+def _omitted(event: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "id": str(event.get("id", "")),
+        "seq": event.get("seq"),
+        "reason": "recall record: the service's own bookkeeping, not conversation",
+    }
+
+
+def _tool_result(found: ToolDependency) -> dict[str, Any]:
+    return {
+        "id": found.event_id,
+        "seq": found.seq,
+        "dependency": found.dependency,
+        "current": found.current,
+        "reasons": list(found.reasons),
+        "consumers": list(found.consumers),
+        "digested_by": list(found.digested_by),
+    }
+
+
+def _skipped(skipped: tuple[int, int] | None) -> dict[str, Any] | None:
+    if not skipped:
+        return None
+    return {
+        "first_seq": skipped[0],
+        "last_seq": skipped[1],
+        "reason": f"older than the newest {MAX_EVENTS} events; not read",
+    }
+
+
 def compression_view(result: SessionCompression) -> dict[str, Any]:
+    """The answer of `POST /v1/sessions/{id}/compress` (`CompressionOutputSerializer`)."""
     compression = result.compression
     dependencies = compression.dependencies
     entries = compression.entries
@@ -82,58 +136,11 @@ def compression_view(result: SessionCompression) -> dict[str, Any]:
         },
         "within_budget": compression.within_budget,
         "near_field": [e.id for e in entries if e.near],
-        "stubbed": [
-            {
-                "id": e.id,
-                "seq": e.seq,
-                "tool": tool_name(e.event),
-                "tool_call_id": str(e.event.get("tool_call_id") or ""),
-                "reason": e.reason,
-                "dependency": dependency_of(e),
-            }
-            for e in entries
-            if e.state == State.STUBBED
-        ],
-        "folded": [
-            {
-                "id": e.id,
-                "seq": e.seq,
-                "role": e.role,
-                "reason": e.reason,
-                "dependency": dependency_of(e),
-            }
-            for e in entries
-            if e.state == State.FOLDED
-        ],
-        "omitted": [
-            {
-                "id": str(e.get("id", "")),
-                "seq": e.get("seq"),
-                "reason": "recall record: the service's own bookkeeping, not conversation",
-            }
-            for e in compression.omitted
-        ],
-        "tool_results": [
-            {
-                "id": d.event_id,
-                "seq": d.seq,
-                "dependency": d.dependency,
-                "current": d.current,
-                "reasons": list(d.reasons),
-                "consumers": list(d.consumers),
-                "digested_by": list(d.digested_by),
-            }
-            for d in dependencies.values()
-        ],
-        "skipped": (
-            {
-                "first_seq": result.skipped[0],
-                "last_seq": result.skipped[1],
-                "reason": f"older than the newest {MAX_EVENTS} events; not read",
-            }
-            if result.skipped
-            else None
-        ),
+        "stubbed": [_stubbed(e, dependency_of(e)) for e in entries if e.state == State.STUBBED],
+        "folded": [_folded(e, dependency_of(e)) for e in entries if e.state == State.FOLDED],
+        "omitted": [_omitted(event) for event in compression.omitted],
+        "tool_results": [_tool_result(found) for found in dependencies.values()],
+        "skipped": _skipped(result.skipped),
         "language": compression.language,
         "notes": compression.notes,
         "degraded": result.degraded,
@@ -158,7 +165,7 @@ class SessionCompressApi(APIView):
             default="",
         )
 
-    @extend_schema(request=CompressInputSerializer, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=CompressInputSerializer, responses=CompressionOutputSerializer)
     def post(self, request: Request, session_id: str) -> Response:
         serializer = self.CompressInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -169,4 +176,4 @@ class SessionCompressApi(APIView):
             budget_tokens=data["budget_tokens"],
             user_id=data["user_id"],
         )
-        return Response(compression_view(result))
+        return Response(CompressionOutputSerializer(compression_view(result)).data)

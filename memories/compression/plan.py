@@ -291,59 +291,16 @@ def _fold(
     )
     labels = LABELS.get(language, LABELS["en"])
     summary = _Lines(lines, labels)
-    # A work-done line of one event joins the summary when its event is folded; every other
-    # line (goal, requirement, short-term items) is there from the start.
-    candidate_ids = {e.id for e in candidates}
-    own: dict[str, list[int]] = {}
-    for index, line in enumerate(lines):
-        if line.section == "work_done" and len(line.refs) == 1 and line.refs[0] in candidate_ids:
-            own.setdefault(line.refs[0], []).append(index)
+    own = _own_lines(lines, {e.id for e in candidates})
     owned = {index for indexes in own.values() for index in indexes}
     total += estimate_tokens(labels["title"])
     total += sum(summary.show(i) for i in range(len(lines)) if i not in owned)
 
     order = sorted(candidates, key=lambda e: sacrifice_key(e.event, dependencies, e.cost))
-    folded: list[Entry] = []
-    # 1. Fold events into their lines where a line is shorter than what it replaces.
-    for entry in order:
-        if total <= budget:
-            break
-        if summary.cost_of(own.get(entry.id, [])) < entry.tokens:
-            total += sum(summary.show(i) for i in own.get(entry.id, [])) - entry.tokens
-            entry.state = State.FOLDED
-            folded.append(entry)
-    # 2. Leave events out altogether, whether still verbatim or folded into a line.
-    for entry in order:
-        if total <= budget:
-            break
-        if entry.state == State.FOLDED:
-            total -= sum(summary.hide(i) for i in own.get(entry.id, []))
-        else:
-            total -= entry.tokens
-            entry.state = State.FOLDED
-            folded.append(entry)
-    # 3. Drop the summary's own lines, the least lasting first.
-    for index in sorted(summary.shown, key=lambda i: (lines[i].drop_order, i)):
-        if total <= budget:
-            break
-        total -= summary.hide(index)
+    folded = _sacrifice(order, summary, own, total=total, budget=budget)
     shown = summary.shown
-    folded.sort(key=lambda e: e.seq)
-
     kept = [lines[i] for i in sorted(shown)]
-    in_summary = {ref for line in kept for ref in line.refs}
-    for entry in folded:
-        dependency = dependencies.get(entry.id)
-        where = (
-            f"{dependency.dependency} tool result outside the near field"
-            if dependency
-            else "outside the near field"
-        )
-        entry.reason = (
-            f"{where}; folded into the summary"
-            if entry.id in in_summary
-            else f"{where}; folded and left out of the summary for the budget"
-        )
+    _give_reasons(folded, dependencies, in_summary={ref for line in kept for ref in line.refs})
     if not kept:
         return None
     body = [
@@ -367,6 +324,72 @@ def _fold(
         first_seq=min(seqs, default=0),
         last_seq=max(seqs, default=0),
     )
+
+
+def _own_lines(lines: Sequence[SummaryLine], candidate_ids: set[str]) -> dict[str, list[int]]:
+    """The work-done lines of one event each, by event: such a line joins the summary when its
+    event is folded; every other line (goal, requirement, short-term items) is there from the
+    start."""
+    own: dict[str, list[int]] = {}
+    for index, line in enumerate(lines):
+        if line.section == "work_done" and len(line.refs) == 1 and line.refs[0] in candidate_ids:
+            own.setdefault(line.refs[0], []).append(index)
+    return own
+
+
+def _sacrifice(
+    order: list[Entry],
+    summary: _Lines,
+    own: Mapping[str, list[int]],
+    *,
+    total: int,
+    budget: int,
+) -> list[Entry]:
+    """The three passes, each stopping once the context fits; the folded events by seq."""
+    folded: list[Entry] = []
+    # 1. Fold events into their lines where a line is shorter than what it replaces.
+    for entry in order:
+        if total <= budget:
+            break
+        if summary.cost_of(own.get(entry.id, [])) < entry.tokens:
+            total += sum(summary.show(i) for i in own.get(entry.id, [])) - entry.tokens
+            entry.state = State.FOLDED
+            folded.append(entry)
+    # 2. Leave events out altogether, whether still verbatim or folded into a line.
+    for entry in order:
+        if total <= budget:
+            break
+        if entry.state == State.FOLDED:
+            total -= sum(summary.hide(i) for i in own.get(entry.id, []))
+        else:
+            total -= entry.tokens
+            entry.state = State.FOLDED
+            folded.append(entry)
+    # 3. Drop the summary's own lines, the least lasting first.
+    lines = summary.lines
+    for index in sorted(summary.shown, key=lambda i: (lines[i].drop_order, i)):
+        if total <= budget:
+            break
+        total -= summary.hide(index)
+    folded.sort(key=lambda e: e.seq)
+    return folded
+
+
+def _give_reasons(
+    folded: list[Entry], dependencies: Mapping[str, ToolDependency], *, in_summary: set[str]
+) -> None:
+    for entry in folded:
+        dependency = dependencies.get(entry.id)
+        where = (
+            f"{dependency.dependency} tool result outside the near field"
+            if dependency
+            else "outside the near field"
+        )
+        entry.reason = (
+            f"{where}; folded into the summary"
+            if entry.id in in_summary
+            else f"{where}; folded and left out of the summary for the budget"
+        )
 
 
 class _Lines:

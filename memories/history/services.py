@@ -234,9 +234,9 @@ def history_record_append(
 
 def history_drain_enqueue() -> None:
     """Ask a worker to drain the outbox a moment from now; appends meanwhile share the drain."""
-    from memories.stm import keys
-    from memories.stm.redis_client import redis_connection
-    from memories.tasks import history_outbox_drain_task
+    from memories.history.tasks import history_outbox_drain_task
+    from memoryproject import redis_keys as keys
+    from memoryproject.redis_client import redis_connection
 
     delay = settings.HISTORY_DRAIN_DELAY_SECONDS
     try:
@@ -255,8 +255,8 @@ def history_drain_enqueue() -> None:
 
 def history_drain_started() -> None:
     """A drain has begun: the next append schedules another one."""
-    from memories.stm import keys
-    from memories.stm.redis_client import redis_connection
+    from memoryproject import redis_keys as keys
+    from memoryproject.redis_client import redis_connection
 
     try:
         redis_connection().delete(keys.history_drain_scheduled())

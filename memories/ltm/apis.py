@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.ltm.selectors import MODES, card_for, ltm_search
+from memories.audit.services import Actor
+from memories.ltm.selectors import MODES, ltm_search
+from memories.ltm.serializers import CardImportOutputSerializer, LtmSearchOutputSerializer
 from memories.ltm.services import CardInput, cards_import
 from memories.models import LtmCard
-from memories.review.audit import Actor
 from memoryproject.fields import (
     StrictCharField,
     StrictFloatField,
@@ -26,31 +26,6 @@ from profiles.models import external_id_validator, slug_validator
 
 MAX_IMPORT = 500
 MAX_SOURCE_KINDS = 20
-
-
-def card_view(card: LtmCard) -> dict[str, Any]:
-    return {
-        "memory_id": card.memory_id,
-        "external_id": card.external_id or None,
-        "user_id": card.end_user.external_id if card.end_user else None,
-        "project": card.project.key if card.project else None,
-        "memory_type": card.memory_type,
-        "title": card.title,
-        "summary": card.summary,
-        "content": card.content,
-        "entities": card.entities,
-        "tags": card.tags,
-        "source_type": card.source_type,
-        "source_refs": card.source_refs,
-        "importance": card.importance,
-        "confidence": card.confidence,
-        "access_count": card.access_count,
-        "status": card.status,
-        "version": card.version,
-        "created_at": card.created_at,
-        "updated_at": card.updated_at,
-        "occurred_at": card.occurred_at,
-    }
 
 
 class CardInputSerializer(StrictSerializer):
@@ -110,7 +85,7 @@ class CardImportApi(APIView):
                 raise serializers.ValidationError("Card ids repeat within the import.")
             return cards
 
-    @extend_schema(request=ImportInputSerializer, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request=ImportInputSerializer, responses={201: CardImportOutputSerializer})
     def post(self, request: Request) -> Response:
         serializer = self.ImportInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -143,36 +118,7 @@ class CardImportApi(APIView):
                 for card, outcome in results
             ]
         }
-        return Response(body, status=status.HTTP_201_CREATED)
-
-
-class CardDetailApi(APIView):
-    """GET one card of the ledger; DELETE (admin) asks for its erasure, which a reviewer
-    approves before anything is removed."""
-
-    required_scopes = {"GET": "read", "DELETE": "admin"}
-
-    @extend_schema(
-        description="One card of the long-term ledger in any status but deleted (erased: 404).",
-        responses=OpenApiTypes.OBJECT,
-    )
-    def get(self, request: Request, memory_id: str) -> Response:
-        return Response(card_view(card_for(tenant=request_tenant(request), memory_id=memory_id)))
-
-    @extend_schema(
-        description=(
-            "Ask to erase the card: answers 202 with a deletion request (`pending`) and removes "
-            "nothing yet. Once a reviewer approves it in the review queue, the card is erased "
-            "from PostgreSQL, Elasticsearch, Milvus and the caches and the request gets its "
-            "receipt; follow it at `GET /v1/deletions/{request_id}`. An open request for the "
-            "same card is returned as is."
-        ),
-        responses={202: OpenApiTypes.OBJECT},
-    )
-    def delete(self, request: Request, memory_id: str) -> Response:
-        from memories.review.apis import card_deletion_accepted
-
-        return card_deletion_accepted(request, memory_id)
+        return Response(CardImportOutputSerializer(body).data, status=status.HTTP_201_CREATED)
 
 
 class LtmSearchApi(APIView):
@@ -202,7 +148,7 @@ class LtmSearchApi(APIView):
             max_length=2,
         )
 
-    @extend_schema(request=SearchInputSerializer, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=SearchInputSerializer, responses=LtmSearchOutputSerializer)
     def post(self, request: Request) -> Response:
         serializer = self.SearchInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -218,24 +164,26 @@ class LtmSearchApi(APIView):
             statuses=data["statuses"],
         )
         return Response(
-            {
-                "mode": result.mode,
-                "degraded": result.degraded,
-                "failed_branches": list(result.failed_branches),
-                "hits": [
-                    {
-                        "memory_id": h.memory_id,
-                        "score": h.score,
-                        "lexical_rank": h.lexical_rank,
-                        "lexical_score": h.lexical_score,
-                        "vector_rank": h.vector_rank,
-                        "vector_score": h.vector_score,
-                        "title": h.card.get("title", ""),
-                        "summary": h.card.get("summary", ""),
-                        "memory_type": h.card.get("memory_type", ""),
-                        "user_id": h.card.get("user_id") or None,
-                    }
-                    for h in result.hits
-                ],
-            }
+            LtmSearchOutputSerializer(
+                {
+                    "mode": result.mode,
+                    "degraded": result.degraded,
+                    "failed_branches": list(result.failed_branches),
+                    "hits": [
+                        {
+                            "memory_id": h.memory_id,
+                            "score": h.score,
+                            "lexical_rank": h.lexical_rank,
+                            "lexical_score": h.lexical_score,
+                            "vector_rank": h.vector_rank,
+                            "vector_score": h.vector_score,
+                            "title": h.card.get("title", ""),
+                            "summary": h.card.get("summary", ""),
+                            "memory_type": h.card.get("memory_type", ""),
+                            "user_id": h.card.get("user_id") or None,
+                        }
+                        for h in result.hits
+                    ],
+                }
+            ).data
         )

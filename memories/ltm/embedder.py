@@ -20,10 +20,10 @@ import numpy as np
 from django.conf import settings
 from redis.exceptions import RedisError
 
-from memories.stm import keys
-from memories.stm.redis_client import redis_connection
+from memoryproject import redis_keys as keys
 from memoryproject.env import ConfigError
 from memoryproject.errors import StoreUnavailable
+from memoryproject.redis_client import redis_connection
 from memoryproject.store_timing import timed
 
 logger = logging.getLogger(__name__)

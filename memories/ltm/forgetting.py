@@ -19,10 +19,10 @@ from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 
+from memories.audit.services import Action, Actor, audit_record
 from memories.ltm.services import outbox_drain_enqueue
 from memories.models import ForgettingCursor, ForgettingPolicy, LtmCard, LtmOutbox
-from memories.review.audit import Action, Actor, audit_record
-from memories.stm.locks import redis_lock
+from memoryproject.locks import redis_lock
 from profiles.models import Tenant
 
 LOCK_NAME = "ltm-forget"

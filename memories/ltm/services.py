@@ -18,13 +18,13 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
+from memories.audit.services import Action, Actor, audit_record
 from memories.ltm.embedder import embedder
 from memories.ltm.scope import CardDocument
 from memories.ltm.search import card_search_index
 from memories.ltm.text import bm25_text
 from memories.ltm.vectors import vector_index
 from memories.models import LtmCard, LtmOutbox
-from memories.review.audit import Action, Actor, audit_record
 from memoryproject.errors import Invalid, NotFound, StoreUnavailable
 from memoryproject.redaction import Redactor, Report, redactor_for
 from profiles.models import Project, Tenant
@@ -223,7 +223,7 @@ def card_delete(*, tenant: Tenant, memory_id: str) -> LtmCard:
 
 def outbox_drain_enqueue() -> None:
     """Ask a worker to drain the outbox now (after a commit that added rows to it)."""
-    from memories.tasks import ltm_outbox_drain_task
+    from memories.ltm.tasks import ltm_outbox_drain_task
 
     try:
         ltm_outbox_drain_task.delay()

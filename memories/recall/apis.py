@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -13,6 +12,7 @@ from rest_framework.views import APIView
 
 from memories.recall.pool import MemoryCandidate
 from memories.recall.routing import LAYERS
+from memories.recall.serializers import RecallOutputSerializer
 from memories.recall.services import RecallRequest, RecallResult, recall
 from memoryproject.fields import (
     StrictBooleanField,
@@ -92,7 +92,7 @@ class RecallApi(APIView):
                 raise serializers.ValidationError("Name each layer once.")
             return value
 
-    @extend_schema(request=RecallInputSerializer, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=RecallInputSerializer, responses=RecallOutputSerializer)
     def post(self, request: Request) -> Response:
         serializer = self.RecallInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -112,7 +112,7 @@ class RecallApi(APIView):
                 explain=data["explain"],
             ),
         )
-        response = Response(recall_view(result))
+        response = Response(RecallOutputSerializer(recall_view(result)).data)
         # Where the time went, for dashboards and benchmarks (W3C Server-Timing).
         response["Server-Timing"] = ", ".join(
             f"{name};dur={ms}" for name, ms in result.latency_ms.items()

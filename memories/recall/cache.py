@@ -17,9 +17,9 @@ import orjson
 from django.conf import settings
 from redis.exceptions import RedisError
 
-from memories.stm import keys
-from memories.stm.redis_client import recall_redis_connection, redis_connection
+from memoryproject import redis_keys as keys
 from memoryproject.errors import StoreUnavailable
+from memoryproject.redis_client import recall_redis_connection, redis_connection
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,10 @@ from django.db.models import Case, F, IntegerField, Value, When
 
 from memories.models import LtmCard, RecallEffectOutbox
 from memories.recall.cache import recall_log
-from memories.stm.keys import Owner
-from memories.stm.locks import redis_lock
 from memories.stm.store import stm_store
 from memoryproject.errors import DomainError, StoreUnavailable
+from memoryproject.locks import redis_lock
+from memoryproject.redis_keys import Owner
 from profiles.models import EndUser, Tenant
 from transcripts.services import EventIn, Role, events_append
 
@@ -44,7 +44,7 @@ def recall_effects_schedule(
     *, record: dict[str, Any], trace_failure: Callable[[str], None]
 ) -> None:
     """Queue one recall's effects; schedule the batch task when the queue was empty."""
-    from memories.tasks import recall_effects_apply_task
+    from memories.recall.tasks import recall_effects_apply_task
 
     try:
         queued = recall_log().push(record=record)

@@ -12,9 +12,9 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from memories.facts import normalise_fact
 from memories.ltm.selectors import LtmHit
 from memories.stm.items import StmItem
-from memories.write.services import normalise_fact
 from profiles.domains import AUTHORITATIVE_DOMAINS
 
 SOURCE_PRIORITY = {"redis": 100, "ltm": 50, "history": 10}

@@ -18,6 +18,7 @@ from django.db import DatabaseError
 
 from memories.ltm.selectors import card_weights
 from memories.recall.asking import (
+    Asking,
     apply_time,
     memory_candidates,
     policy_value,
@@ -48,12 +49,12 @@ from memories.recall.relevance import content_terms, query_names
 from memories.recall.routing import LAYERS, Route, route
 from memories.recall.standing import standing_indexes, standing_rules, user_matches
 from memories.stm.items import StmItem
-from memories.stm.keys import Owner
 from memories.stm.store import now_seconds, recall_stm_store
 from memories.vocabulary import Vocabulary, default_vocabulary
 from memoryproject.errors import Invalid, StoreUnavailable
 from memoryproject.metrics import observe_recall
 from memoryproject.redaction import redact_text
+from memoryproject.redis_keys import Owner
 from profiles.models import Tenant
 from transcripts.selectors import session_is_users
 
@@ -128,26 +129,117 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     started = time.perf_counter()
     # 0. A recall names its session's own user (or a session yet to start) and creates nothing.
     recorded = _session_is_users(tenant, request, trace)
-
     # 1. Layer 1 from the cache; the tenant document is needed for the word lists and policy.
+    layer1 = _layer1(tenant, request, trace)
+    policy = layer1.policy
+    # 2. Runtime state from Redis (ids and entities only), then the query profile and route.
+    routed = _routed(request, layer1, trace)
+    profile, decided = routed.profile, routed.decided
+    k = request.k or policy["default_k"]
+    # 3. Ask the layers: long-term memory and history in the background (lexical branches
+    # first), Layer 1 and Redis meanwhile.
+    asking = start_asking(
+        tenant=tenant,
+        user_id=request.user_id,
+        session_id=request.session_id,
+        query=request.query,
+        project=request.project,
+        profile=profile,
+        decided=decided,
+        policy=policy,
+        forced_layers=request.layers,
+        has_history=layer1.owner is not None and bool(policy.get("history_enabled", True)),
+    )
+    blocks = _blocks(tenant, request, layer1, decided, trace)
+    stm_candidates = _stm_candidates(request, layer1.owner, routed, policy, trace)
+    ltm_candidates, history_candidates = _memory_candidates(
+        tenant, request, asking, profile, decided, policy, trace
+    )
+    # 4. One pool: de-duplicate, apply domain authority, re-score, keep the top k.
+    chosen = _pool(
+        [*stm_candidates, *ltm_candidates, *history_candidates], blocks, policy, k, trace
+    )
+    # The user's live constraints and preferences reach the blocks, whatever the session.
+    blocks.constraints["standing"] = standing_rules(
+        [*routed.probe.items.values(), *routed.probe.user_items.values()],
+        authoritative=blocks.authoritative,
+        shown={c.memory_id for c in chosen},
+        now=now_seconds(),
+    )
+    # 5. Fit to the budget and render in the user's language.
+    budget = request.budget_tokens or policy["default_budget_tokens"]
+    language = _language(blocks, profile)
+    injection = _fit(blocks, chosen, budget, language, profile, trace)
+
+    recall_id = f"rcl_{uuid.uuid4().hex[:20]}"
+    if recorded:
+        _record(tenant, request, recall_id, layer1.owner, injection, trace)
+    else:
+        trace.notes.append("the session has not started: this recall is not recorded")
+    trace.latency_ms["total"] = round((time.perf_counter() - started) * 1000, 2)
+    observe_recall(trace.latency_ms, trace.degraded)
+    return RecallResult(
+        recall_id=recall_id,
+        blocks=blocks,
+        items=injection.items,
+        injection_text=injection.text,
+        token_estimate=injection.token_estimate,
+        budget_tokens=budget,
+        degraded=trace.degraded,
+        language=language,
+        shortened=injection.shortened,
+        latency_ms=trace.latency_ms,
+        explain=_explain(profile, decided, trace, injection.shortened) if request.explain else None,
+    )
+
+
+@dataclass
+class _Layer1:
+    """What recall read of Layer 1 before asking anything else."""
+
+    tenant_cached: Cached
+    user_cached: Cached
+    tenant_doc: dict[str, Any]
+    user_doc: dict[str, Any] | None
+    vocabulary: Vocabulary
+    owner: Owner | None  # whose short-term memory; None when the user has none yet
+
+    @property
+    def policy(self) -> dict[str, Any]:
+        return self.tenant_doc["policy"]
+
+
+def _layer1(tenant: Tenant, request: RecallRequest, trace: _Trace) -> _Layer1:
     tenant_cached, user_cached = _read_cache(tenant, request.user_id, trace)
     tenant_doc = _tenant_document(tenant, tenant_cached, trace)
     user_doc = user_cached.document
     vocabulary = _vocabulary(tuple(tuple(entry) for entry in tenant_doc["vocabulary"]))
-    policy = tenant_doc["policy"]
     if user_doc is None or not user_cached.fresh:
         # The owner of the user's short-term memory is only known from Layer 1.
         user_doc = _user_document(tenant, request.user_id, user_cached, trace) or user_doc
     owner = (
         Owner(tenant.pk, user_doc["end_user_id"]) if user_doc and user_doc.get("exists") else None
     )
+    return _Layer1(tenant_cached, user_cached, tenant_doc, user_doc, vocabulary, owner)
 
-    # 2. Runtime state from Redis (ids and entities only), then the query profile and route.
-    query_entities = vocabulary.find_entities(request.query)
-    probe = _probe(owner, request, query_entities[:MAX_ENTITIES], policy, trace)
+
+@dataclass
+class _Routed:
+    probe: _Probe
+    profile: QueryProfile
+    matched: list[StmItem]  # the user's newest live items that match the query
+    decided: Route
+
+
+def _routed(request: RecallRequest, layer1: _Layer1, trace: _Trace) -> _Routed:
+    """The runtime state, the query profile and the first routing decision."""
+    policy = layer1.policy
+    tenant_cached, user_cached = layer1.tenant_cached, layer1.user_cached
+    query_entities = layer1.vocabulary.find_entities(request.query)
+    probe = _probe(layer1.owner, request, query_entities[:MAX_ENTITIES], policy, trace)
     profile = build_query_profile(
         query=request.query,
-        vocabulary=vocabulary,
+        vocabulary=layer1.vocabulary,
         entities=query_entities,
         runtime=RuntimeState(
             active_task_id=request.task_id or probe.task_id,
@@ -171,42 +263,44 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         now=now_seconds(),
     )
     profile.user_items_matched = len(matched)
-    decided = route(profile, forced_layers=request.layers)
-    k = request.k or policy["default_k"]
+    return _Routed(probe, profile, matched, route(profile, forced_layers=request.layers))
 
-    # 3. Ask the layers: long-term memory and history in the background (lexical branches
-    # first), Layer 1 and Redis meanwhile.
-    asking = start_asking(
-        tenant=tenant,
-        user_id=request.user_id,
-        session_id=request.session_id,
-        query=request.query,
-        project=request.project,
-        profile=profile,
-        decided=decided,
-        policy=policy,
-        forced_layers=request.layers,
-        has_history=owner is not None and bool(policy.get("history_enabled", True)),
-    )
-    if decided.postgres and user_cached.fresh:
+
+def _blocks(
+    tenant: Tenant, request: RecallRequest, layer1: _Layer1, decided: Route, trace: _Trace
+) -> ContextBlocks:
+    """The three Layer 1 blocks for the request's project and workspace."""
+    user_doc = layer1.user_doc
+    if decided.postgres and layer1.user_cached.fresh:
         # The user's exact values were asked for: read them from PostgreSQL, not the cache.
         # (Tenant-wide rows are rebuilt above whenever a change made their cache stale.)
-        user_doc = _user_document(tenant, request.user_id, user_cached, trace) or user_doc
+        user_doc = _user_document(tenant, request.user_id, layer1.user_cached, trace) or user_doc
     blocks = compose_blocks(
-        tenant_doc=tenant_doc,
+        tenant_doc=layer1.tenant_doc,
         user_doc=user_doc or {},
         project=request.project,
         workspace=request.workspace,
     )
     if request.project and blocks.project != request.project:
         trace.notes.append(f"project {request.project!r} is unknown; no project filter applied")
+    return blocks
 
+
+def _stm_candidates(
+    request: RecallRequest,
+    owner: Owner | None,
+    routed: _Routed,
+    policy: dict[str, Any],
+    trace: _Trace,
+) -> list[MemoryCandidate]:
+    """Layer 2's candidates; marks the profile when they fall short, so Layer 3 is asked."""
+    decided, profile = routed.decided, routed.profile
     terms = query_terms(request.query)
-    stm_candidates: list[MemoryCandidate] = []
+    candidates: list[MemoryCandidate] = []
     if decided.redis and owner is not None and "redis" not in trace.degraded:
-        items = _fetch_items(owner, probe, profile, trace)
-        items = list({i.id: i for i in [*items, *matched]}.values())
-        stm_candidates = [
+        items = _fetch_items(owner, routed.probe, profile, trace)
+        items = list({i.id: i for i in [*items, *routed.matched]}.values())
+        candidates = [
             stm_candidate(
                 item,
                 terms=terms,
@@ -220,10 +314,22 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         trace.notes.append("redis: the user has no short-term memory yet")
     if decided.redis:
         # Layer 3 is the second step when Layer 2 comes back short (or could not answer).
-        relevant = [c for c in stm_candidates if c.raw_relevance > RELEVANT_RAW_SCORE]
+        relevant = [c for c in candidates if c.raw_relevance > RELEVANT_RAW_SCORE]
         if len(relevant) < policy["redis_sufficient_count"]:
             profile.redis_result_insufficient = True
+    return candidates
 
+
+def _memory_candidates(
+    tenant: Tenant,
+    request: RecallRequest,
+    asking: Asking,
+    profile: QueryProfile,
+    decided: Route,
+    policy: dict[str, Any],
+    trace: _Trace,
+) -> tuple[list[MemoryCandidate], list[MemoryCandidate]]:
+    """Long-term and history candidates, once Layer 2's answer settled whether to ask them."""
     # Whether the user's memory holds the query decides long-term memory and history.
     settled = settle_route(
         asking, profile, query=request.query, forced_layers=request.layers, fail=trace.fail
@@ -242,9 +348,18 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         asking.window,
         float(policy_value(policy, "time_boost")),
     )
+    return ltm_candidates, history_candidates
 
-    # 4. One pool: de-duplicate, apply domain authority, re-score, keep the top k.
-    pooled, dropped = deduplicate([*stm_candidates, *ltm_candidates, *history_candidates])
+
+def _pool(
+    candidates: list[MemoryCandidate],
+    blocks: ContextBlocks,
+    policy: dict[str, Any],
+    k: int,
+    trace: _Trace,
+) -> list[MemoryCandidate]:
+    """De-duplicate, apply domain authority, re-score; the top k that are not weak."""
+    pooled, dropped = deduplicate(candidates)
     trace.dropped.extend(dropped)
     pooled, dropped = apply_authority(pooled, authoritative=blocks.authoritative)
     trace.dropped.extend(dropped)
@@ -261,18 +376,18 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     pooled = [c for c in pooled if c not in weak]
     for candidate in pooled[k:]:
         trace.dropped.append(Dropped(candidate.memory_id, candidate.source, f"below top {k}"))
-    chosen = pooled[:k]
-    # The user's live constraints and preferences reach the blocks, whatever the session.
-    blocks.constraints["standing"] = standing_rules(
-        [*probe.items.values(), *probe.user_items.values()],
-        authoritative=blocks.authoritative,
-        shown={c.memory_id for c in chosen},
-        now=now_seconds(),
-    )
+    return pooled[:k]
 
-    # 5. Fit to the budget and render in the user's language.
-    budget = request.budget_tokens or policy["default_budget_tokens"]
-    language = _language(blocks, profile)
+
+def _fit(
+    blocks: ContextBlocks,
+    chosen: list[MemoryCandidate],
+    budget: int,
+    language: str,
+    profile: QueryProfile,
+    trace: _Trace,
+) -> Injection:
+    """The injection within the token budget; what did not fit is recorded as dropped."""
     injection = fit_and_render(
         blocks=blocks,
         candidates=chosen,
@@ -283,27 +398,7 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     for memory_id in injection.dropped:
         source = next(c.source for c in chosen if c.memory_id == memory_id)
         trace.dropped.append(Dropped(memory_id, source, "over the token budget"))
-
-    recall_id = f"rcl_{uuid.uuid4().hex[:20]}"
-    if recorded:
-        _record(tenant, request, recall_id, owner, injection, trace)
-    else:
-        trace.notes.append("the session has not started: this recall is not recorded")
-    trace.latency_ms["total"] = round((time.perf_counter() - started) * 1000, 2)
-    observe_recall(trace.latency_ms, trace.degraded)
-    return RecallResult(
-        recall_id=recall_id,
-        blocks=blocks,
-        items=injection.items,
-        injection_text=injection.text,
-        token_estimate=injection.token_estimate,
-        budget_tokens=budget,
-        degraded=trace.degraded,
-        language=language,
-        shortened=injection.shortened,
-        latency_ms=trace.latency_ms,
-        explain=_explain(profile, decided, trace, injection.shortened) if request.explain else None,
-    )
+    return injection
 
 
 # --- Layer 1 ---------------------------------------------------------------------------------

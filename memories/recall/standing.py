@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from memories.facts import normalise_fact
 from memories.recall.relevance import holds
 from memories.stm.items import StmItem
-from memories.write.services import normalise_fact
 
 STANDING_TYPES = ("constraint", "preference")
 STANDING_PER_TYPE = 5

@@ -23,7 +23,7 @@ from django.http import (
 )
 from django.urls import URLPattern, path, reverse
 
-from memories.review.audit import Actor
+from memories.audit.services import Actor
 from memories.review.export import user_export
 from memories.review.selectors import end_user_memory
 from memories.stm.selectors import stm_item_for
@@ -115,7 +115,7 @@ class TenantMemoryAdmin(TenantAdmin):
 
     @admin.action(description="Run the promotion scan for selected tenants now (queued)")
     def queue_promotion_scan(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
-        from memories.tasks import promotion_scan_task
+        from memories.review.tasks import promotion_scan_task
 
         slugs = []
         for tenant in queryset.filter(is_active=True):

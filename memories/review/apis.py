@@ -5,18 +5,24 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import QueryDict
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memories.audit.services import Actor
+from memories.ltm.selectors import card_for
+from memories.ltm.serializers import CardOutputSerializer, card_view
 from memories.models import DeletionRequest, PromotionRequest, ReviewStatus
-from memories.review.audit import Actor
 from memories.review.deletion import deletion_for, deletion_request
 from memories.review.export import user_export
 from memories.review.promotion import promotions_for
+from memories.review.serializers import (
+    DeletionOutputSerializer,
+    PromotionListOutputSerializer,
+    UserExportOutputSerializer,
+)
 from memoryproject.fields import StrictCharField, StrictSerializer
 from profiles.auth import request_tenant
 
@@ -39,6 +45,11 @@ def deletion_view(request: DeletionRequest) -> dict[str, Any]:
     }
 
 
+# A DELETE may carry a reason in its body; the schema generator gives DELETE no body, so the
+# errors a body can cause are listed here.
+DELETE_BODY_ERRORS = (400, 413, 415)
+
+
 class DeletionInputSerializer(StrictSerializer):
     reason = StrictCharField(required=False, allow_blank=True, max_length=2000, default="")
 
@@ -55,7 +66,9 @@ def _accepted(request: Request, *, kind: str, target: str) -> Response:
         actor=Actor.api_key(request.auth),  # type: ignore[arg-type]  # set by ApiKeyAuthentication
         reason=body.validated_data["reason"],
     )
-    return Response(deletion_view(deletion), status=status.HTTP_202_ACCEPTED)
+    return Response(
+        DeletionOutputSerializer(deletion_view(deletion)).data, status=status.HTTP_202_ACCEPTED
+    )
 
 
 class UserForgetApi(APIView):
@@ -63,7 +76,7 @@ class UserForgetApi(APIView):
 
     required_scopes = {"POST": "admin"}
 
-    @extend_schema(request=DeletionInputSerializer, responses={202: OpenApiTypes.OBJECT})
+    @extend_schema(request=DeletionInputSerializer, responses={202: DeletionOutputSerializer})
     def post(self, request: Request, user_id: str) -> Response:
         return _accepted(request, kind=DeletionRequest.Kind.USER, target=user_id)
 
@@ -72,14 +85,43 @@ class FactDeleteApi(APIView):
     """Ask to delete a stable fact (`fact_<n>`) or preference (`pref_<n>`) with its history."""
 
     required_scopes = {"DELETE": "admin"}
+    error_statuses = {"DELETE": DELETE_BODY_ERRORS}
 
-    @extend_schema(request=DeletionInputSerializer, responses={202: OpenApiTypes.OBJECT})
+    @extend_schema(request=DeletionInputSerializer, responses={202: DeletionOutputSerializer})
     def delete(self, request: Request, fact_id: str) -> Response:
         return _accepted(request, kind=DeletionRequest.Kind.FACT, target=fact_id)
 
 
-def card_deletion_accepted(request: Request, memory_id: str) -> Response:
-    return _accepted(request, kind=DeletionRequest.Kind.CARD, target=memory_id)
+class CardDetailApi(APIView):
+    """GET one card of the ledger; DELETE (admin) asks for its erasure, which a reviewer
+    approves before anything is removed.
+
+    The card's read is Layer 3's, its deletion a review workflow: the view lives here, above
+    both, so Layer 3 never imports the review layer."""
+
+    required_scopes = {"GET": "read", "DELETE": "admin"}
+    error_statuses = {"DELETE": DELETE_BODY_ERRORS}
+
+    @extend_schema(
+        description="One card of the long-term ledger in any status but deleted (erased: 404).",
+        responses=CardOutputSerializer,
+    )
+    def get(self, request: Request, memory_id: str) -> Response:
+        card = card_for(tenant=request_tenant(request), memory_id=memory_id)
+        return Response(CardOutputSerializer(card_view(card)).data)
+
+    @extend_schema(
+        description=(
+            "Ask to erase the card: answers 202 with a deletion request (`pending`) and removes "
+            "nothing yet. Once a reviewer approves it in the review queue, the card is erased "
+            "from PostgreSQL, Elasticsearch, Milvus and the caches and the request gets its "
+            "receipt; follow it at `GET /v1/deletions/{request_id}`. An open request for the "
+            "same card is returned as is."
+        ),
+        responses={202: DeletionOutputSerializer},
+    )
+    def delete(self, request: Request, memory_id: str) -> Response:
+        return _accepted(request, kind=DeletionRequest.Kind.CARD, target=memory_id)
 
 
 class DeletionDetailApi(APIView):
@@ -87,7 +129,7 @@ class DeletionDetailApi(APIView):
 
     required_scopes = {"GET": "read"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=DeletionOutputSerializer)
     def get(self, request: Request, request_id: str) -> Response:
         return Response(
             deletion_view(deletion_for(tenant=request_tenant(request), request_id=request_id))
@@ -103,7 +145,7 @@ class PromotionListApi(APIView):
         status = serializers.ChoiceField(choices=ReviewStatus.choices, required=False)
         limit = serializers.IntegerField(min_value=1, max_value=500, default=100)
 
-    @extend_schema(parameters=[QuerySerializer], responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[QuerySerializer], responses=PromotionListOutputSerializer)
     def get(self, request: Request) -> Response:
         query = self.QuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -113,7 +155,8 @@ class PromotionListApi(APIView):
             statuses=[wanted] if wanted else [],
             limit=query.validated_data["limit"],
         )
-        return Response({"promotions": [_promotion_view(p) for p in promotions]})
+        document = {"promotions": [_promotion_view(p) for p in promotions]}
+        return Response(PromotionListOutputSerializer(document).data)
 
 
 def _promotion_view(promotion: PromotionRequest) -> dict[str, Any]:
@@ -139,6 +182,7 @@ class UserExportApi(APIView):
 
     required_scopes = {"GET": "admin"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=UserExportOutputSerializer)
     def get(self, request: Request, user_id: str) -> Response:
-        return Response(user_export(tenant=request_tenant(request), user_id=user_id))
+        document = user_export(tenant=request_tenant(request), user_id=user_id)
+        return Response(UserExportOutputSerializer(document).data)

@@ -10,10 +10,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from memories.audit.services import Action, Actor, audit_record
 from memories.models import DeletionRequest, LtmCard
-from memories.review.audit import Action, Actor, audit_record
 from memories.review.promotion import new_request_id
-from memoryproject.errors import Conflict, Invalid, NotFound
+from memoryproject.errors import Conflict, ErrorCode, Invalid, NotFound
 from profiles.models import EndUser, StableFact, Tenant, UserPreference
 
 logger = logging.getLogger(__name__)
@@ -135,7 +135,8 @@ def _locked_pending(request: DeletionRequest) -> DeletionRequest:
     locked = DeletionRequest.objects.select_for_update().get(pk=request.pk)
     if locked.status != DeletionRequest.Status.PENDING:
         raise Conflict(
-            f"Deletion {locked.request_id} was already {locked.status}.", code="already_decided"
+            f"Deletion {locked.request_id} was already {locked.status}.",
+            code=ErrorCode.ALREADY_DECIDED,
         )
     return locked
 
@@ -197,7 +198,7 @@ def deletion_reject(
 
 def erasure_enqueue(request_id: str) -> None:
     """Ask a worker to run (or resume) an approved erasure."""
-    from memories.tasks import erasure_run_task
+    from memories.review.tasks import erasure_run_task
 
     try:
         erasure_run_task.delay(request_id=request_id)

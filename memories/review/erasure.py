@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from memories.audit.services import Action, Actor, audit_record, state_sha256
 from memories.history.search import history_search_index
 from memories.history.services import history_erase_user
 from memories.history.vectors import history_vector_index
@@ -28,11 +29,10 @@ from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
 from memories.models import DeletionRequest, LtmCard, PromotionRequest
 from memories.recall.cache import context_cache
-from memories.review.audit import Action, Actor, audit_record, state_sha256
 from memories.review.deletion import fact_row_for
-from memories.stm.keys import Owner
 from memories.stm.store import stm_store
 from memoryproject.errors import StoreUnavailable
+from memoryproject.redis_keys import Owner
 from profiles.models import EndUser, StableFact, UserPreference
 from transcripts.models import EventRef, Segment, Session
 from transcripts.segments import decode_segment, event_digest
@@ -297,93 +297,16 @@ def _stored_event_digests(session_pks: Sequence[int]) -> set[str]:
 
 
 def _verify(request: DeletionRequest, inventory: dict[str, Any]) -> dict[str, Any]:
-    tenant_id = str(request.tenant_id)
-    card_ids = inventory.get("card_ids", [])
-    hashes = set(inventory.get("card_hashes", []))
     by_id: dict[str, int] = {}
     by_hash: dict[str, int] = {}
     # Same content held by other users (or shared): reported, not a failure of this erasure.
     elsewhere: dict[str, int] = {}
-    search, vectors = card_search_index(), vector_index()
-    if card_ids or request.kind in (Kind.USER, Kind.CARD):
-        by_id["postgres_cards"] = LtmCard.objects.filter(
-            tenant_id=request.tenant_id, memory_id__in=card_ids
-        ).count()
-        by_id["elasticsearch"] = len(search.ids_where(tenant_id=tenant_id, ids=card_ids))
-        by_id["milvus"] = len(vectors.ids_where(tenant_id=tenant_id, ids=card_ids))
-        erased_user = inventory.get("user_id", "\x00")
-        by_hash["postgres_cards"], elsewhere["cards"] = _cards_with_hashes(
-            request.tenant_id,
-            sorted(hashes),
-            end_user_pk=inventory.get("end_user_pk"),
-            ids=card_ids,
-        )
-        lexical = lexical_elsewhere = 0
-        for text in inventory.get("probe_texts", []):
-            found = search.matching_texts(tenant_id=tenant_id, text=text[:2000])
-            for memory_id, doc in found.items():
-                content = content_sha256(
-                    title=doc.get("title", ""),
-                    summary=doc.get("summary", ""),
-                    content=doc.get("content", ""),
-                )
-                if content not in hashes:
-                    continue
-                if memory_id in card_ids or doc.get("user_id") == erased_user:
-                    lexical += 1
-                else:
-                    lexical_elsewhere += 1
-        by_hash["elasticsearch"] = lexical
-        elsewhere["elasticsearch"] = lexical_elsewhere
+    if inventory.get("card_ids", []) or request.kind in (Kind.USER, Kind.CARD):
+        _verify_cards(request, inventory, by_id, by_hash, elsewhere)
     if request.kind == Kind.USER:
-        user_id, pk = inventory["user_id"], inventory["end_user_pk"]
-        owner = Owner(request.tenant_id, pk)
-        by_id["postgres_user"] = EndUser.objects.filter(pk=pk).count()
-        by_id["postgres_rows"] = (
-            UserPreference.objects.filter(end_user_id=pk).count()
-            + StableFact.objects.filter(end_user_id=pk).count()
-            + PromotionRequest.objects.filter(end_user_id=pk).count()
-        )
-        by_id["elasticsearch_user"] = len(search.ids_where(tenant_id=tenant_id, user_id=user_id))
-        by_id["milvus_user"] = len(vectors.ids_where(tenant_id=tenant_id, user_id=user_id))
-        history_ids = inventory.get("history_entry_ids", [])
-        for name, index in (
-            ("history_elasticsearch", history_search_index()),
-            ("history_milvus", history_vector_index()),
-        ):
-            held = set(index.ids_where(tenant_id=tenant_id, user_id=user_id))
-            if history_ids:
-                held |= set(index.ids_where(tenant_id=tenant_id, ids=history_ids))
-            by_id[name] = len(held)
-        by_id["redis_keys"] = len(stm_store().owner_keys(owner))
-        by_id["redis_items"] = len(
-            stm_store().get_many(owner=owner, item_ids=inventory.get("stm_item_ids", []))
-        )
-        by_id["event_refs"] = EventRef.objects.filter(
-            session_id__in=inventory.get("session_pks", [])
-        ).count()
-        digests = set(inventory.get("event_digests", []))
-        by_hash["transcript_events"] = len(
-            digests & _stored_event_digests(inventory.get("session_pks", []))
-        )
-        elsewhere["transcript_events"] = EventRef.objects.filter(
-            session__tenant_id=request.tenant_id, digest__in=digests
-        ).count()
+        _verify_user(request, inventory, by_id, by_hash, elsewhere)
     if request.kind in (Kind.FACT, Kind.PREFERENCE):
-        model = UserPreference if inventory["model"] == "UserPreference" else StableFact
-        by_id["postgres_rows"] = model.objects.filter(pk__in=inventory["row_ids"]).count()
-        remaining = model.objects.filter(**inventory["owner"], key=inventory["key"])
-        erased_values = set(inventory["value_hashes"])
-        by_hash["postgres_values"] = sum(
-            state_sha256(value) in erased_values
-            for value in remaining.values_list("value", flat=True)
-        )
-        fact_owner = _owner(request, inventory)
-        if fact_owner is not None:
-            pointers = stm_store().lookup(
-                owner=fact_owner, fingerprint="", canonical_fact_key=inventory["key"]
-            )
-            by_id["redis_items"] = int("canonical" in pointers)
+        _verify_fact(request, inventory, by_id, by_hash)
     vector_check = _vector_probe(request, inventory)
     transcripts = _transcript_check(inventory)
     ok = (
@@ -400,6 +323,116 @@ def _verify(request: DeletionRequest, inventory: dict[str, Any]) -> dict[str, An
         "by_vector": vector_check,
         "transcripts": transcripts,
     }
+
+
+def _verify_cards(
+    request: DeletionRequest,
+    inventory: dict[str, Any],
+    by_id: dict[str, int],
+    by_hash: dict[str, int],
+    elsewhere: dict[str, int],
+) -> None:
+    """The erased cards, by id and by content, in PostgreSQL, Elasticsearch and Milvus."""
+    tenant_id = str(request.tenant_id)
+    card_ids = inventory.get("card_ids", [])
+    hashes = set(inventory.get("card_hashes", []))
+    search, vectors = card_search_index(), vector_index()
+    by_id["postgres_cards"] = LtmCard.objects.filter(
+        tenant_id=request.tenant_id, memory_id__in=card_ids
+    ).count()
+    by_id["elasticsearch"] = len(search.ids_where(tenant_id=tenant_id, ids=card_ids))
+    by_id["milvus"] = len(vectors.ids_where(tenant_id=tenant_id, ids=card_ids))
+    erased_user = inventory.get("user_id", "\x00")
+    by_hash["postgres_cards"], elsewhere["cards"] = _cards_with_hashes(
+        request.tenant_id,
+        sorted(hashes),
+        end_user_pk=inventory.get("end_user_pk"),
+        ids=card_ids,
+    )
+    lexical = lexical_elsewhere = 0
+    for text in inventory.get("probe_texts", []):
+        found = search.matching_texts(tenant_id=tenant_id, text=text[:2000])
+        for memory_id, doc in found.items():
+            content = content_sha256(
+                title=doc.get("title", ""),
+                summary=doc.get("summary", ""),
+                content=doc.get("content", ""),
+            )
+            if content not in hashes:
+                continue
+            if memory_id in card_ids or doc.get("user_id") == erased_user:
+                lexical += 1
+            else:
+                lexical_elsewhere += 1
+    by_hash["elasticsearch"] = lexical
+    elsewhere["elasticsearch"] = lexical_elsewhere
+
+
+def _verify_user(
+    request: DeletionRequest,
+    inventory: dict[str, Any],
+    by_id: dict[str, int],
+    by_hash: dict[str, int],
+    elsewhere: dict[str, int],
+) -> None:
+    """The erased user's rows, index entries, Redis keys and transcript events."""
+    tenant_id = str(request.tenant_id)
+    search, vectors = card_search_index(), vector_index()
+    user_id, pk = inventory["user_id"], inventory["end_user_pk"]
+    owner = Owner(request.tenant_id, pk)
+    by_id["postgres_user"] = EndUser.objects.filter(pk=pk).count()
+    by_id["postgres_rows"] = (
+        UserPreference.objects.filter(end_user_id=pk).count()
+        + StableFact.objects.filter(end_user_id=pk).count()
+        + PromotionRequest.objects.filter(end_user_id=pk).count()
+    )
+    by_id["elasticsearch_user"] = len(search.ids_where(tenant_id=tenant_id, user_id=user_id))
+    by_id["milvus_user"] = len(vectors.ids_where(tenant_id=tenant_id, user_id=user_id))
+    history_ids = inventory.get("history_entry_ids", [])
+    for name, index in (
+        ("history_elasticsearch", history_search_index()),
+        ("history_milvus", history_vector_index()),
+    ):
+        held = set(index.ids_where(tenant_id=tenant_id, user_id=user_id))
+        if history_ids:
+            held |= set(index.ids_where(tenant_id=tenant_id, ids=history_ids))
+        by_id[name] = len(held)
+    by_id["redis_keys"] = len(stm_store().owner_keys(owner))
+    by_id["redis_items"] = len(
+        stm_store().get_many(owner=owner, item_ids=inventory.get("stm_item_ids", []))
+    )
+    by_id["event_refs"] = EventRef.objects.filter(
+        session_id__in=inventory.get("session_pks", [])
+    ).count()
+    digests = set(inventory.get("event_digests", []))
+    by_hash["transcript_events"] = len(
+        digests & _stored_event_digests(inventory.get("session_pks", []))
+    )
+    elsewhere["transcript_events"] = EventRef.objects.filter(
+        session__tenant_id=request.tenant_id, digest__in=digests
+    ).count()
+
+
+def _verify_fact(
+    request: DeletionRequest,
+    inventory: dict[str, Any],
+    by_id: dict[str, int],
+    by_hash: dict[str, int],
+) -> None:
+    """The erased fact's or preference's versions, its value elsewhere, its Redis pointer."""
+    model = UserPreference if inventory["model"] == "UserPreference" else StableFact
+    by_id["postgres_rows"] = model.objects.filter(pk__in=inventory["row_ids"]).count()
+    remaining = model.objects.filter(**inventory["owner"], key=inventory["key"])
+    erased_values = set(inventory["value_hashes"])
+    by_hash["postgres_values"] = sum(
+        state_sha256(value) in erased_values for value in remaining.values_list("value", flat=True)
+    )
+    fact_owner = _owner(request, inventory)
+    if fact_owner is not None:
+        pointers = stm_store().lookup(
+            owner=fact_owner, fingerprint="", canonical_fact_key=inventory["key"]
+        )
+        by_id["redis_items"] = int("canonical" in pointers)
 
 
 def _vector_probe(request: DeletionRequest, inventory: dict[str, Any]) -> dict[str, Any]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from memories.history.selectors import history_entries_for
+from memories.ltm.serializers import card_view
 from memories.models import AuditEvent, LtmCard, PromotionRequest
-from memories.stm.keys import Owner
+from memories.stm.serializers import item_document
 from memories.stm.store import stm_store
+from memoryproject.redis_keys import Owner
 from profiles.models import StableFact, Tenant, UserPreference
 from profiles.selectors import end_user_for, profile_document_for
 from transcripts.models import Session
@@ -64,9 +66,6 @@ def _history(tenant: Tenant, user_id: str) -> dict[str, Any]:
 def user_export(*, tenant: Tenant, user_id: str) -> dict[str, Any]:
     """Layer 1 rows with their history, short-term items, cards (any status), transcripts,
     episodic history entries, pending promotions and audit events of one end user."""
-    from memories.apis import item_document
-    from memories.ltm.apis import card_view
-
     end_user = end_user_for(tenant=tenant, external_id=user_id)
     owner = Owner(tenant.pk, end_user.pk)
     cards = LtmCard.objects.filter(tenant=tenant, end_user=end_user).select_related(

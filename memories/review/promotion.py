@@ -19,15 +19,15 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from memories.audit.services import Action, Actor, audit_record
 from memories.ltm.services import CardInput, card_merge, cards_import
 from memories.models import LtmCard, PromotionPolicy, PromotionRequest, ReviewStatus
-from memories.review.audit import Action, Actor, audit_record
 from memories.stm.items import StmItem
-from memories.stm.keys import Owner
 from memories.stm.store import now_seconds, stm_store
 from memories.write.candidates import MemoryType
-from memoryproject.errors import Conflict, Invalid, StoreUnavailable
+from memoryproject.errors import Conflict, ErrorCode, Invalid, StoreUnavailable
 from memoryproject.redaction import Report, redactor_for
+from memoryproject.redis_keys import Owner
 from profiles.domains import FACT_DOMAINS, PREFERENCE_DOMAINS, key_problem
 from profiles.models import EndUser, Source, StableFact, Tenant, UserPreference
 from profiles.services import fact_set, preference_set
@@ -385,7 +385,8 @@ def locked_pending(request: PromotionRequest) -> PromotionRequest:
     )
     if locked.status != ReviewStatus.PENDING:
         raise Conflict(
-            f"Promotion {locked.request_id} was already {locked.status}.", code="already_decided"
+            f"Promotion {locked.request_id} was already {locked.status}.",
+            code=ErrorCode.ALREADY_DECIDED,
         )
     return locked
 
@@ -434,7 +435,7 @@ def _source_ids(request: PromotionRequest) -> list[str]:
 def _apply_path_a(request: PromotionRequest, proposal: dict[str, Any], reviewer: Any) -> str:
     end_user = request.end_user
     if end_user is None:
-        raise Conflict("The end user of this proposal no longer exists.", code="user_gone")
+        raise Conflict("The end user of this proposal no longer exists.", code=ErrorCode.USER_GONE)
     if proposal["target"] == "preference":
         pref = preference_set(
             end_user=end_user,

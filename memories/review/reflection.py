@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memories.audit.services import Actor
 from memories.ltm.embedder import embedder
 from memories.models import LtmCard, PromotionPolicy, PromotionRequest
-from memories.review.audit import Actor
 from memories.review.promotion import (
     ScanResult,
     new_request_id,

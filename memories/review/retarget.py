@@ -12,8 +12,8 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
+from memories.audit.services import Action, Actor, audit_record
 from memories.models import LtmCard, PromotionPolicy, PromotionRequest
-from memories.review.audit import Action, Actor, audit_record
 from memories.review.promotion import (
     CARD_TYPE_FOR,
     current_value,
@@ -21,7 +21,7 @@ from memories.review.promotion import (
     promotion_fingerprint,
     similar_cards,
 )
-from memoryproject.errors import Conflict, Invalid
+from memoryproject.errors import Conflict, ErrorCode, Invalid
 from memoryproject.redaction import Report, redactor_for
 from profiles.domains import FACT_DOMAINS, PREFERENCE_DOMAINS, key_problem
 
@@ -79,7 +79,7 @@ def promotion_retarget(
         raise Invalid("The proposal is there already.", fields={"path": ["Nothing to change."]})
     end_user = request.end_user
     if end_user is None:
-        raise Conflict("The end user of this proposal no longer exists.", code="user_gone")
+        raise Conflict("The end user of this proposal no longer exists.", code=ErrorCode.USER_GONE)
     proposal = _fact_from(request, key, value) if path == Path.POSTGRES else _card_from(request)
     report = Report()
     proposal = redactor_for(request.tenant).value(
@@ -126,7 +126,7 @@ def _save(
             request.save()
     except IntegrityError:
         raise Conflict(
-            "Another pending proposal promotes the same thing already.", code="duplicate"
+            "Another pending proposal promotes the same thing already.", code=ErrorCode.DUPLICATE
         ) from None
     audit_record(
         tenant=request.tenant,

@@ -95,7 +95,7 @@ def domain_keys_for(*, tenant: Tenant, also: Sequence[str] = ()) -> list[str]:
     """The Layer 1 keys a reviewer may promote to: those the extractor's patterns fill
     (`preference.<topic>`, `profile.display_name`, ...), those the tenant's preferences and facts
     use already, and `also` (say, the proposal's own key); sorted, each valid."""
-    from memories.vocabulary import vocabulary_for
+    from memories.selectors import vocabulary_for
     from profiles.domains import FACT_DOMAINS, key_problem
     from profiles.models import StableFact, UserPreference
 

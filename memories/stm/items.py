@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from memories.stm.keys import Owner
+from memoryproject.redis_keys import Owner
 
 
 def _encode_json(value: Any) -> str:

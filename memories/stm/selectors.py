@@ -6,10 +6,10 @@ import re
 from dataclasses import dataclass
 
 from memories.stm.items import StmItem
-from memories.stm.keys import Owner
 from memories.stm.store import now_seconds, stm_store
 from memoryproject.errors import NotFound
 from memoryproject.redaction import redact_text
+from memoryproject.redis_keys import Owner
 from profiles.models import EndUser, Tenant
 
 _ITEM_ID = re.compile(r"stm_([0-9]{1,18})_[0-9a-f]{16}")

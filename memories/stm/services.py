@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from memories.review.audit import Action, Actor, audit_record
-from memories.stm.locks import redis_lock
+from memories.audit.services import Action, Actor, audit_record
 from memories.stm.selectors import stm_item_for
 from memories.stm.store import now_seconds, stm_store
+from memoryproject.locks import redis_lock
 from profiles.models import Tenant
 
 

@@ -16,11 +16,11 @@ from typing import Any, Protocol
 import orjson
 from redis.exceptions import NoScriptError, RedisError
 
-from memories.stm import keys
 from memories.stm.items import Status, StmItem
-from memories.stm.keys import Owner
-from memories.stm.redis_client import recall_redis_connection, redis_connection
+from memoryproject import redis_keys as keys
 from memoryproject.errors import StoreUnavailable
+from memoryproject.redis_client import recall_redis_connection, redis_connection
+from memoryproject.redis_keys import Owner
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 SCRIPT_NAMES = ("upsert", "delete", "sweep", "touch", "undo")

@@ -15,12 +15,12 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from memories.models import ExtractionCursor
-from memories.stm.locks import redis_lock
-from memories.vocabulary import vocabulary_for
+from memories.selectors import vocabulary_for
 from memories.write.extractors import ExtractionContext, RuleExtractor
 from memories.write.llm import llm_extractor
 from memories.write.services import proposals_submit
 from memoryproject.errors import StoreUnavailable
+from memoryproject.locks import redis_lock
 from transcripts.models import Session
 from transcripts.selectors import events_after
 

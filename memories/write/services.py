@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -13,18 +12,20 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from memories.audit.services import Action, Actor, audit_record
+from memories.facts import normalise_fact
 from memories.models import POLICY_FIELDS, WritePolicy
-from memories.review.audit import Action, Actor, audit_record
+from memories.selectors import vocabulary_for
 from memories.stm.items import StmItem
-from memories.stm.keys import Owner
 from memories.stm.store import RedisShortTermStore, UpsertResult, now_seconds, stm_store
-from memories.vocabulary import Vocabulary, redactor_of, vocabulary_for
+from memories.vocabulary import Vocabulary, redactor_of
 from memories.write.candidates import Candidate
 from memories.write.policy import Decision, ExistingState, PolicySettings, decide, policy_for
 from memories.write.redaction import RedactedCandidate, redact_candidate
 from memories.write.statements import proposal_read
 from memoryproject.errors import Invalid, StoreUnavailable
 from memoryproject.metrics import count_refusal
+from memoryproject.redis_keys import Owner
 from profiles.models import EndUser, Tenant
 from profiles.services import end_user_get_or_create
 
@@ -51,13 +52,6 @@ class ProposalResult:
     version: int = 0
     superseded_id: str = ""
     redacted: list[str] = field(default_factory=list)
-
-
-_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
-
-
-def normalise_fact(text: str) -> str:
-    return _NON_WORD.sub("", text.lower())
 
 
 def fingerprint_of(candidate: Candidate) -> str:

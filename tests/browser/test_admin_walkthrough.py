@@ -27,8 +27,8 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from memories.audit.services import Actor
 from memories.models import DeletionRequest, PromotionRequest, ReviewStatus
-from memories.review.audit import Actor
 from memories.review.deletion import deletion_request
 from memories.write.candidates import Candidate
 from memories.write.services import proposals_submit

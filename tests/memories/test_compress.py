@@ -9,11 +9,11 @@ from rest_framework.test import APIClient
 from memories.compression.dependency import Dependency, classify_tool_results
 from memories.compression.plan import compress as plan_compress
 from memories.recall.compress import estimate_tokens
-from memories.stm import keys
 from memories.stm.items import StmItem
-from memories.stm.redis_client import redis_connection
 from memories.write.candidates import Candidate
 from memories.write.services import Outcome, proposals_submit
+from memoryproject import redis_keys as keys
+from memoryproject.redis_client import redis_connection
 from profiles.models import Tenant
 from transcripts.models import EventRef, Session
 from transcripts.services import EventIn, events_append

@@ -7,9 +7,9 @@ from datetime import timedelta
 from django.urls import reverse
 from django.utils import timezone
 
+from memories.audit.services import audit_verify
 from memories.ltm.forgetting import ltm_forget
 from memories.models import AuditEvent, LtmCard
-from memories.review.audit import audit_verify
 from tests.memories.test_erasure import SECRET_PHRASE, seed_user
 
 

@@ -12,13 +12,13 @@ from rest_framework.test import APIClient
 
 from memories.models import PromotionPolicy, PromotionRequest
 from memories.review.promotion import promotion_scan, promotion_triggers
-from memories.stm.keys import Owner
 from memories.stm.selectors import stm_items_for
 from memories.stm.store import now_seconds, stm_store
 from memories.vocabulary import default_vocabulary
 from memories.write.extractors import ExtractionContext, RuleExtractor
 from memories.write.services import proposals_submit
 from memories.write.statements import read_sentence
+from memoryproject.redis_keys import Owner
 from profiles.models import EndUser
 
 LABELLED = Path(__file__).resolve().parents[1] / "data" / "extraction_labelled.jsonl"

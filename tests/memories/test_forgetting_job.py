@@ -15,10 +15,10 @@ from django.utils import timezone
 from memories.ltm import forgetting
 from memories.ltm.forgetting import LOCK_NAME, ltm_forget
 from memories.models import AuditEvent, ForgettingCursor, LtmCard
-from memories.stm import redis_client
-from memories.stm.locks import redis_lock
 from memories.tasks import ltm_forget_task
+from memoryproject import redis_client
 from memoryproject.errors import StoreUnavailable
+from memoryproject.locks import redis_lock
 from profiles.models import Tenant
 from tests.outages import free_port
 

@@ -21,11 +21,11 @@ from memories.history.selectors import history_search
 from memories.history.vectors import history_vector_index
 from memories.models import DeletionRequest, RecallPolicy
 from memories.review.deletion import deletion_approve
-from memories.stm import keys
-from memories.stm.redis_client import redis_connection
 from memories.tasks import history_outbox_drain_task
+from memoryproject import redis_keys as keys
 from memoryproject.errors import Invalid, StoreUnavailable
 from memoryproject.redaction import redactor_for
+from memoryproject.redis_client import redis_connection
 from tests.factories import StaffUserFactory
 from tests.memories.test_erasure import seed_user
 from transcripts.models import Session

@@ -4,8 +4,8 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from memories.stm import keys
-from memories.stm.redis_client import redis_connection
+from memoryproject import redis_keys as keys
+from memoryproject.redis_client import redis_connection
 from profiles.models import EndUser
 
 PROPOSALS = reverse("memories:proposals")

@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 from django.urls import reverse
 
+from memories.audit.services import audit_verify
 from memories.ltm.selectors import ltm_search
 from memories.ltm.services import CardInput, cards_import, outbox_drain
 from memories.models import LtmCard, PromotionPolicy, PromotionRequest
-from memories.review.audit import audit_verify
 from memories.review.promotion import (
     Trigger,
     promotion_approve,

@@ -13,14 +13,15 @@ from django.db import connection
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from memories.audit.services import AUDIT_LOCK_NAMESPACE
 from memories.models import AuditEvent
-from memories.review.audit import AUDIT_LOCK_NAMESPACE
-from memories.stm import keys, redis_client
 from memories.stm import store as stm_store_module
-from memories.stm.redis_client import redis_connection
 from memories.write.candidates import Candidate
 from memories.write.services import proposals_submit
+from memoryproject import redis_client
+from memoryproject import redis_keys as keys
 from memoryproject.errors import StoreUnavailable
+from memoryproject.redis_client import redis_connection
 from profiles.models import EndUser
 from tests.outages import free_port
 

@@ -15,10 +15,10 @@ from memories.ltm.services import CardInput, cards_import, outbox_drain
 from memories.models import LtmCard, RecallEffectOutbox
 from memories.recall import cache as recall_cache
 from memories.recall.compress import estimate_tokens
-from memories.stm import redis_client
 from memories.stm import store as stm_store_module
-from memories.stm.keys import Owner
 from memories.stm.store import stm_store
+from memoryproject import redis_client
+from memoryproject.redis_keys import Owner
 from profiles import key_cache, throttling
 from profiles.models import EndUser
 from profiles.services import fact_set

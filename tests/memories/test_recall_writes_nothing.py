@@ -17,8 +17,8 @@ from rest_framework.test import APIClient
 
 from memories.ltm.services import CardInput, cards_import, outbox_drain
 from memories.models import LtmCard
-from memories.stm import keys
-from memories.stm.redis_client import redis_connection
+from memoryproject import redis_keys as keys
+from memoryproject.redis_client import redis_connection
 from profiles.models import EndUser, Tenant
 from profiles.services import fact_set
 from tests.factories import ProjectFactory

@@ -16,14 +16,14 @@ from memories.ltm.services import CardInput, cards_import, outbox_drain
 from memories.models import AuditEvent, LtmCard, LtmOutbox, PromotionRequest, VocabularyEntry
 from memories.review.promotion import promotion_approve, promotion_merge, promotion_scan
 from memories.review.reflection import reflection_run
-from memories.stm import keys
 from memories.stm.items import StmItem
-from memories.stm.redis_client import redis_connection
 from memories.stm.selectors import stm_items_for
 from memories.stm.store import stm_store
 from memories.write.candidates import Candidate
 from memories.write.services import proposals_submit
+from memoryproject import redis_keys as keys
 from memoryproject.errors import Invalid
+from memoryproject.redis_client import redis_connection
 from profiles.models import EndUser, StableFact, TenantMembership, UserPreference, UserProfile
 from tests.factories import EndUserFactory, MembershipFactory, StaffUserFactory
 from transcripts.models import Session

@@ -10,6 +10,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from memories.audit.services import Action, Actor, audit_record
 from memories.ltm.services import CardInput, cards_import
 from memories.models import (
     AuditEvent,
@@ -20,10 +21,9 @@ from memories.models import (
     PromotionRequest,
     ReviewStatus,
 )
-from memories.review.audit import Action, Actor, audit_record
 from memories.review.deletion import deletion_request
-from memories.stm import keys
-from memories.stm.redis_client import redis_connection
+from memoryproject import redis_keys as keys
+from memoryproject.redis_client import redis_connection
 from profiles.models import EndUser, Tenant, TenantMembership, UserPreference
 from profiles.services import preference_set
 from tests.factories import EndUserFactory, MembershipFactory, StaffUserFactory, TenantFactory

@@ -7,8 +7,8 @@ import json
 
 from django.urls import reverse
 
+from memories.audit.services import Action, Actor
 from memories.models import AuditEvent, DeletionRequest, PromotionRequest, ReviewStatus
-from memories.review.audit import Action, Actor
 from memories.review.deletion import deletion_approve, deletion_request
 from memories.stm.selectors import stm_items_for
 from memories.write.candidates import Candidate
@@ -203,7 +203,7 @@ def test_the_deletion_receipt_is_a_table_per_store_with_a_json_download(
 def test_the_audit_trail_puts_time_and_actor_before_long_object_ids(review) -> None:
     client, mine, alice = review["client"], review["mine"], review["alice"]
     ids = ",".join(f"stm_{n:012d}" for n in range(10))
-    from memories.review.audit import audit_record
+    from memories.audit.services import audit_record
 
     audit_record(
         tenant=mine,

@@ -8,11 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memories.stm import keys
 from memories.stm.items import Status, StmItem
-from memories.stm.keys import Owner
-from memories.stm.redis_client import redis_connection
 from memories.stm.store import stm_store
+from memoryproject import redis_keys as keys
+from memoryproject.redis_client import redis_connection
+from memoryproject.redis_keys import Owner
 
 _owner_ids = itertools.count(1)
 

@@ -18,15 +18,15 @@ from rest_framework.test import APIClient
 
 from memories.models import AuditEvent, DeletionRequest, LtmCard
 from memories.review.deletion import fact_row_for
-from memories.stm import keys
-from memories.stm.redis_client import redis_connection
 from memories.stm.selectors import stm_item_for
+from memoryproject import redis_keys as keys
 from memoryproject.errors import NotFound
 from memoryproject.parsers import (
     might_hold_unstorable_values,
     nested_deeper_than,
     unstorable_values,
 )
+from memoryproject.redis_client import redis_connection
 from profiles.models import EndUser, StableFact, UserPreference, UserProfile, UserProjectRole
 from tests.factories import ProjectFactory
 from transcripts.models import EventRef, Segment, Session

@@ -27,11 +27,12 @@ from memories.history.vectors import history_vector_index
 from memories.ltm.vectors import vector_index
 from memories.models import LtmCard, LtmOutbox, RecallEffectOutbox
 from memories.recall import cache as recall_cache
-from memories.stm import keys, redis_client
 from memories.stm import store as stm_store_module
-from memories.stm.redis_client import redis_connection
 from memories.tasks import recall_effects_apply_task
+from memoryproject import redis_client
+from memoryproject import redis_keys as keys
 from memoryproject.errors import server_error
+from memoryproject.redis_client import redis_connection
 from profiles import key_cache, throttling
 from profiles.models import ApiKey, EndUser, StableFact, UserPreference, UserProfile
 from tests.outages import RedisServer, TcpProxy

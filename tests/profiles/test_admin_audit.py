@@ -10,8 +10,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
+from memories.audit.services import audit_verify
 from memories.models import AuditEvent, VocabularyEntry
-from memories.review.audit import audit_verify
 from profiles.models import (
     AgentSetting,
     ApiKey,

@@ -11,8 +11,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memories.stm import keys
-from memories.stm.redis_client import redis_connection
+from memoryproject import redis_keys as keys
+from memoryproject.redis_client import redis_connection
 from tests.factories import StaffUserFactory
 
 LOGIN = reverse("admin:login")

@@ -381,20 +381,65 @@ class CompressTokens(TypedDict):
     near_field: int
 
 
+class CompressMessage(TypedDict):
+    seq: int
+    id: str
+    role: str
+    tool_call_id: str
+    tool: str
+    state: str
+    near_field: bool
+    content: str | None
+    tokens: int
+
+
+class CompressStubbed(TypedDict):
+    id: str
+    seq: int
+    tool: str
+    tool_call_id: str
+    reason: str
+    dependency: str | None
+
+
+class CompressFolded(TypedDict):
+    id: str
+    seq: int
+    role: str
+    reason: str
+    dependency: str | None
+
+
+class CompressOmitted(TypedDict):
+    id: str
+    seq: int | None
+    reason: str
+
+
+class CompressToolResult(TypedDict):
+    id: str
+    seq: int
+    dependency: str
+    current: bool
+    reasons: list[str]
+    consumers: list[str]
+    digested_by: list[str]
+
+
 class CompressResponse(TypedDict):
     session_id: str
     user_id: str
     task_id: str
     context: str
-    messages: list[dict[str, Any]]
+    messages: list[CompressMessage]
     summary: dict[str, Any] | None
     tokens: CompressTokens
     within_budget: bool
     near_field: list[str]
-    stubbed: list[dict[str, Any]]
-    folded: list[dict[str, Any]]
-    omitted: list[dict[str, Any]]
-    tool_results: list[dict[str, Any]]
+    stubbed: list[CompressStubbed]
+    folded: list[CompressFolded]
+    omitted: list[CompressOmitted]
+    tool_results: list[CompressToolResult]
     skipped: dict[str, Any] | None
     language: str
     notes: list[str]
@@ -449,14 +494,66 @@ class PromotionsResponse(TypedDict):
     promotions: list[Promotion]
 
 
+class ExportVersion(TypedDict):
+    key: str
+    value: Any
+    version: int
+    is_current: bool
+    source: str
+    source_ids: Any
+    created_at: str
+
+
+class ExportLayer1(TypedDict):
+    user_id: str
+    profile: dict[str, Any]
+    preferences: list[dict[str, Any]]
+    roles: list[dict[str, Any]]
+    facts: list[dict[str, Any]]
+    preference_history: list[ExportVersion]
+    fact_history: list[ExportVersion]
+
+
+class ExportTranscript(TypedDict):
+    session_id: str
+    task_id: str
+    event_count: int
+    created_at: str
+    events: list[dict[str, Any]]
+
+
+class ExportHistory(TypedDict):
+    count: int
+    entries: list[dict[str, Any]]
+
+
+class ExportPromotion(TypedDict):
+    request_id: str
+    path: str
+    status: str
+    proposal: dict[str, Any]
+    created_at: str
+
+
+class ExportAuditEvent(TypedDict):
+    seq: int
+    action: str
+    actor: str
+    object_type: str
+    object_id: str
+    reason: str
+    created_at: str
+    sha256: str
+
+
 class UserExport(TypedDict):
     format: int
     user_id: str
     created_at: str
-    layer1: dict[str, Any]
+    layer1: ExportLayer1
     short_term: list[StmItem]
     long_term: list[Card]
-    transcripts: list[dict[str, Any]]
-    history: dict[str, Any]
-    promotions: list[dict[str, Any]]
-    audit: list[dict[str, Any]]
+    transcripts: list[ExportTranscript]
+    history: ExportHistory
+    promotions: list[ExportPromotion]
+    audit: list[ExportAuditEvent]

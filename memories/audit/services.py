@@ -11,15 +11,17 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memories.models import AuditEvent
-from profiles.models import ApiKey, Tenant
+from memories.audit.models import AuditEvent
+
+if TYPE_CHECKING:  # type hints only: Layer 1 imports this module, never the reverse
+    from profiles.models import ApiKey, Tenant
 
 AUDIT_LOCK_NAMESPACE = 0x4D454D41  # distinguishes our advisory locks from other users'
 

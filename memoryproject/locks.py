@@ -8,9 +8,9 @@ from contextlib import contextmanager
 
 from redis.exceptions import RedisError
 
-from memories.stm import keys
-from memories.stm.redis_client import redis_connection
+from memoryproject import redis_keys as keys
 from memoryproject.errors import StoreUnavailable
+from memoryproject.redis_client import redis_connection
 
 # Delete the lock only if it is still ours (it may have expired and been taken by another).
 _RELEASE = """

@@ -1,0 +1,122 @@
+"""Celery entry points of the review workflows; each calls one service.
+
+Each task keeps its name under `memories.tasks`, where the app registers them all.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from memoryproject.errors import StoreUnavailable
+
+
+@shared_task(
+    name="memories.tasks.promotion_scan_task",
+    acks_late=True,
+    autoretry_for=(StoreUnavailable,),
+    retry_backoff=True,
+    max_retries=3,
+)
+def promotion_scan_task(*, cursor: int = 0, tenant_id: int | None = None) -> str:
+    """Propose short-term items that meet the promotion triggers (of one tenant, when given);
+    requeues while users remain."""
+    from memories.review.promotion import promotion_scan
+    from memoryproject.locks import redis_lock
+    from profiles.models import Tenant
+
+    tenant = None
+    if tenant_id is not None:
+        tenant = Tenant.objects.filter(pk=tenant_id, is_active=True).first()
+        if tenant is None:
+            return "gone"
+    lock = "promotion-scan" if tenant is None else f"promotion-scan:{tenant_id}"
+    with redis_lock(lock, ttl_seconds=600) as acquired:
+        if not acquired:
+            return "busy"
+        result = promotion_scan(cursor=cursor, tenant=tenant)
+    if result.next_cursor:
+        promotion_scan_task.delay(cursor=result.next_cursor, tenant_id=tenant_id)
+    return f"examined {result.examined}, proposed {result.proposed}"
+
+
+@shared_task(
+    name="memories.tasks.erasure_run_task",
+    acks_late=True,
+    autoretry_for=(StoreUnavailable,),
+    retry_backoff=True,
+    retry_backoff_max=600,
+    max_retries=12,
+    soft_time_limit=1800,
+)
+def erasure_run_task(*, request_id: str) -> str:
+    """Run or resume one approved erasure until every store confirms and verification passes."""
+    from memories.review.erasure import erasure_run
+    from memoryproject.locks import redis_lock
+
+    with redis_lock(f"erasure:{request_id}", ttl_seconds=1800) as acquired:
+        if not acquired:
+            return "busy"
+        return erasure_run(request_id=request_id)
+
+
+@shared_task(name="memories.tasks.erasures_resume_task", acks_late=True, soft_time_limit=60)
+def erasures_resume_task() -> str:
+    """Re-enqueue approved erasures that stopped (a store was down longer than the retries)."""
+    from memories.review.deletion import deletions_to_resume
+
+    stalled = deletions_to_resume()
+    for request_id in stalled:
+        erasure_run_task.delay(request_id=request_id)
+    return f"resumed {len(stalled)}"
+
+
+@shared_task(
+    name="memories.tasks.tenant_purge_task",
+    acks_late=True,
+    autoretry_for=(StoreUnavailable,),
+    retry_backoff=True,
+    retry_backoff_max=600,
+    max_retries=12,
+    soft_time_limit=1800,
+)
+def tenant_purge_task(*, purge_id: int) -> str:
+    """Remove a deleted tenant's data from Redis, Elasticsearch, Milvus and transcript storage."""
+    from memories.review.tenant_purge import tenant_purge
+    from memoryproject.locks import redis_lock
+
+    with redis_lock(f"tenant-purge:{purge_id}", ttl_seconds=1800) as acquired:
+        if not acquired:
+            return "busy"
+        return tenant_purge(purge_id=purge_id)
+
+
+@shared_task(name="memories.tasks.tenant_purges_resume_task", acks_late=True, soft_time_limit=60)
+def tenant_purges_resume_task() -> str:
+    """Re-enqueue purges of deleted tenants that a store outage or a lost task left behind."""
+    from memories.review.tenant_purge import tenant_purges_pending
+
+    pending = tenant_purges_pending()
+    for purge_id in pending:
+        tenant_purge_task.delay(purge_id=purge_id)
+    return f"resumed {len(pending)}"
+
+
+@shared_task(
+    name="memories.tasks.reflection_run_task",
+    acks_late=True,
+    autoretry_for=(StoreUnavailable,),
+    retry_backoff=True,
+    max_retries=3,
+)
+def reflection_run_task(*, cursor: int = 0) -> str:
+    """Propose semantic cards from groups of related episodes; requeues while users remain."""
+    from memories.review.reflection import reflection_run
+    from memoryproject.locks import redis_lock
+
+    with redis_lock("reflection", ttl_seconds=900) as acquired:
+        if not acquired:
+            return "busy"
+        result = reflection_run(cursor=cursor)
+    if result.next_cursor:
+        reflection_run_task.delay(cursor=result.next_cursor)
+    return f"weighed {result.examined} new episodes, proposed {result.proposed}"

@@ -1,0 +1,41 @@
+"""Celery entry points of the write pipeline; each calls one service.
+
+Each task keeps its name under `memories.tasks`, where the app registers them all.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from memoryproject.errors import StoreUnavailable
+
+
+@shared_task(
+    name="memories.tasks.stm_extract_task",
+    bind=True,
+    acks_late=True,
+    autoretry_for=(StoreUnavailable,),
+    retry_backoff=True,
+    max_retries=6,
+    soft_time_limit=240,
+)
+def stm_extract_task(self, *, session_pk: int) -> str:  # type: ignore[no-untyped-def]
+    """Extract short-term memory candidates from a session's new transcript events."""
+    from memories.write.extraction import ExtractionBusy, session_extract
+
+    try:
+        return session_extract(session_pk=session_pk)
+    except ExtractionBusy as busy:
+        # Another run holds the session; come back after it so no event is left behind.
+        raise self.retry(countdown=5, max_retries=20) from busy
+
+
+@shared_task(name="memories.tasks.stm_extract_catch_up_task", acks_late=True, soft_time_limit=60)
+def stm_extract_catch_up_task() -> str:
+    """Enqueue extraction for every session whose cursor lags its transcript."""
+    from memories.write.extraction import sessions_lagging
+
+    lagging = sessions_lagging()
+    for session_pk in lagging:
+        stm_extract_task.delay(session_pk=session_pk)
+    return f"enqueued {len(lagging)}"
