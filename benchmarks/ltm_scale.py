@@ -114,7 +114,7 @@ def main() -> None:
     for index in (search, vectors):
         index.ensure()
     written = 0
-    stored = np.zeros((0, dim), dtype=np.float32)
+    blocks: list[np.ndarray] = []
     owners: list[tuple[int, str]] = []
     try:
         for size in (int(s) for s in args.sizes.split(",")):
@@ -150,7 +150,7 @@ def main() -> None:
                 vectors.upsert(documents=batch)
                 milvus_load += time.perf_counter() - began
                 search.upsert(documents=batch)
-                stored = np.vstack([stored, np.array(block, dtype=np.float32)])
+                blocks.append(np.array(block, dtype=np.float32))
                 written += len(batch)
             vectors.flush()
             print(
@@ -204,7 +204,7 @@ def main() -> None:
                 f"{', '.join(f'{m} {n}' for m, n in degraded.items())} of {args.queries}; "
                 f"empty exact answers: {empty}"
             )
-            for line in hnsw_table(stored, owners, probes):
+            for line in hnsw_table(np.vstack(blocks), owners, probes):
                 print(line)
     finally:
         time.sleep(5)  # let a busy Elasticsearch finish what timed-out searches left queued

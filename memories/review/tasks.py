@@ -9,6 +9,17 @@ from celery import shared_task
 
 from memoryproject.errors import StoreUnavailable
 
+# A job that must finish across store outages: retried with backoff for about an hour, then
+# picked up again by its resume beat job.
+UNTIL_STORES_CONFIRM = {
+    "acks_late": True,
+    "autoretry_for": (StoreUnavailable,),
+    "retry_backoff": True,
+    "retry_backoff_max": 600,
+    "max_retries": 12,
+    "soft_time_limit": 1800,
+}
+
 
 @shared_task(
     name="memories.tasks.promotion_scan_task",
@@ -39,15 +50,7 @@ def promotion_scan_task(*, cursor: int = 0, tenant_id: int | None = None) -> str
     return f"examined {result.examined}, proposed {result.proposed}"
 
 
-@shared_task(
-    name="memories.tasks.erasure_run_task",
-    acks_late=True,
-    autoretry_for=(StoreUnavailable,),
-    retry_backoff=True,
-    retry_backoff_max=600,
-    max_retries=12,
-    soft_time_limit=1800,
-)
+@shared_task(name="memories.tasks.erasure_run_task", **UNTIL_STORES_CONFIRM)
 def erasure_run_task(*, request_id: str) -> str:
     """Run or resume one approved erasure until every store confirms and verification passes."""
     from memories.review.erasure import erasure_run
@@ -70,15 +73,7 @@ def erasures_resume_task() -> str:
     return f"resumed {len(stalled)}"
 
 
-@shared_task(
-    name="memories.tasks.tenant_purge_task",
-    acks_late=True,
-    autoretry_for=(StoreUnavailable,),
-    retry_backoff=True,
-    retry_backoff_max=600,
-    max_retries=12,
-    soft_time_limit=1800,
-)
+@shared_task(name="memories.tasks.tenant_purge_task", **UNTIL_STORES_CONFIRM)
 def tenant_purge_task(*, purge_id: int) -> str:
     """Remove a deleted tenant's data from Redis, Elasticsearch, Milvus and transcript storage."""
     from memories.review.tenant_purge import tenant_purge
