@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from functools import cache
 from pathlib import Path
 
@@ -27,9 +28,16 @@ def _stopwords() -> frozenset[str]:
     return frozenset(w for line in lines if not line.startswith("#") for w in line.split())
 
 
-@cache
+_local = threading.local()
+
+
 def _stemmer() -> snowballstemmer.stemmer:
-    return snowballstemmer.stemmer("english")
+    """This thread's stemmer: a Snowball stemmer keeps the word it works on in itself, so one
+    shared by recall's branch threads garbles words or fails mid-word."""
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = snowballstemmer.stemmer("english")
+    return stemmer
 
 
 def _latin_terms(text: str) -> list[str]:
