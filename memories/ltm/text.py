@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import jieba
@@ -40,20 +40,39 @@ def _stemmer() -> snowballstemmer.stemmer:
     return stemmer
 
 
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    # Recall stems the texts of a hundred or more memories per request, and their words repeat:
+    # remembering each word's stem turns most of that time into dictionary lookups.
+    return _stemmer().stemWord(word)
+
+
 def _latin_terms(text: str) -> list[str]:
     tokens = [t for t in _LATIN_TOKEN.findall(text.lower()) if t not in _stopwords()]
     # split identifiers like create_order / payment-service into parts too, keeping the whole
     parts = [p for t in tokens for p in re.split(r"[._'-]", t) if p and p != t]
-    return _stemmer().stemWords(tokens + parts)
+    return [_stem(word) for word in tokens + parts]
+
+
+@lru_cache(maxsize=16384)
+def _segmented(run: str) -> tuple[str, ...]:
+    """The words of one run of Chinese characters, for search (segmentation is costly too)."""
+    return tuple(jieba.lcut_for_search(run))
 
 
 def _chinese_terms(text: str) -> list[str]:
     return [
         word
         for run in _CJK.findall(text)
-        for word in jieba.lcut_for_search(run)
+        for word in _segmented(run)
         if word.strip() and word not in _stopwords()
     ]
+
+
+def warm_up() -> None:
+    """Load the segmenter's dictionary now rather than in the first request that needs it."""
+    jieba.initialize()
+    _stopwords()
 
 
 _CAMEL = re.compile(r"\b([a-z]+(?:[A-Z][a-z0-9]*)+)\b")

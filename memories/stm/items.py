@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -100,27 +101,11 @@ class StmItem:
     def from_redis(cls, raw: dict[bytes | str, bytes | str]) -> StmItem:
         values: dict[str, Any] = {}
         for key, value in raw.items():
-            name = key.decode() if isinstance(key, bytes) else key
-            text = value.decode() if isinstance(value, bytes) else value
-            if name not in cls.__dataclass_fields__:
-                continue
-            if name in JSON_FIELDS:
-                decoded = orjson.loads(text) if text else None
-                # Lua's cjson writes an empty table as {}; list fields read it back as [].
-                if name in LIST_FIELDS and not decoded:
-                    decoded = []
-                if name == "source" and isinstance(decoded, dict):
-                    for ids in ("message_ids", "tool_call_ids"):
-                        decoded[ids] = list(decoded.get(ids) or [])
-                values[name] = decoded if decoded is not None else {}
-            elif name in FLOAT_FIELDS:
-                values[name] = float(text)
-            elif name in INT_FIELDS:
-                values[name] = int(float(text))
-            elif name in BOOL_FIELDS:
-                values[name] = text in ("1", "true")
-            else:
-                values[name] = text
+            field_decoder = _DECODERS.get(key)
+            if field_decoder is None:
+                continue  # a field this version does not know
+            name, decode = field_decoder
+            values[name] = decode(value.decode() if isinstance(value, bytes) else value)
         return cls(**values)
 
     def is_live(self, now: float) -> bool:
@@ -137,3 +122,36 @@ def _kind(name: str) -> str:
 
 
 FIELD_KINDS = tuple((f.name, _kind(f.name)) for f in fields(StmItem))
+
+
+def _json_value(name: str) -> Callable[[str], Any]:
+    def decode(text: str) -> Any:
+        decoded = orjson.loads(text) if text else None
+        # Lua's cjson writes an empty table as {}; list fields read it back as [].
+        if name in LIST_FIELDS and not decoded:
+            return []
+        if name == "source" and isinstance(decoded, dict):
+            for ids in ("message_ids", "tool_call_ids"):
+                decoded[ids] = list(decoded.get(ids) or [])
+        return decoded if decoded is not None else {}
+
+    return decode
+
+
+def _decoder(name: str) -> Callable[[str], Any]:
+    if name in JSON_FIELDS:
+        return _json_value(name)
+    if name in FLOAT_FIELDS:
+        return float
+    if name in INT_FIELDS:
+        return lambda text: int(float(text))
+    if name in BOOL_FIELDS:
+        return lambda text: text in ("1", "true")
+    return str
+
+
+# Every short-term read decodes a hundred hashes of some thirty fields each: the decoder of a
+# field is found by its name as Redis returns it (bytes), or as a str from a decoding client.
+_DECODERS: dict[bytes | str, tuple[str, Callable[[str], Any]]] = {
+    key: (f.name, _decoder(f.name)) for f in fields(StmItem) for key in (f.name, f.name.encode())
+}
