@@ -20,8 +20,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memories.audit.services import Action, Actor, audit_record
+from memories.ltm.models import LtmCard
 from memories.ltm.services import CardInput, card_merge, cards_import
-from memories.models import LtmCard, PromotionPolicy, PromotionRequest, ReviewStatus
+from memories.policies.models import PromotionPolicy
+from memories.review.models import PromotionRequest, ReviewStatus
 from memories.stm.items import StmItem
 from memories.stm.store import now_seconds, stm_store
 from memories.write.candidates import MemoryType

@@ -17,7 +17,9 @@ import numpy as np
 
 from memories.audit.services import Actor
 from memories.ltm.embedder import embedder
-from memories.models import LtmCard, PromotionPolicy, PromotionRequest
+from memories.ltm.models import LtmCard
+from memories.policies.models import PromotionPolicy
+from memories.review.models import PromotionRequest
 from memories.review.promotion import (
     ScanResult,
     new_request_id,

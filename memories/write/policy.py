@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from memories.models import (
+from memories.policies.models import (
     DEFAULT_TTL_MINUTES,
     DEFAULT_WEIGHTS,
     POLICY_FIELDS,

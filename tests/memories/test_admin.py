@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memories.models import VocabularyEntry, WritePolicy
+from memories.policies.models import VocabularyEntry, WritePolicy
 from memories.write.policy import policy_for
 from tests.factories import MembershipFactory, StaffUserFactory, TenantFactory
 

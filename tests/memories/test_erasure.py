@@ -9,15 +9,17 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.urls import reverse
 
+from memories.audit.models import AuditEvent
 from memories.audit.services import audit_verify
 from memories.ltm import search as search_module
+from memories.ltm.models import LtmCard
 from memories.ltm.search import card_search_index
 from memories.ltm.services import CardInput, cards_import, outbox_drain
 from memories.ltm.vectors import vector_index
-from memories.models import AuditEvent, DeletionRequest, LtmCard
 from memories.review import erasure as erasure_module
 from memories.review.deletion import deletion_approve, deletion_reject
 from memories.review.erasure import erasure_run, receipt_digest
+from memories.review.models import DeletionRequest
 from memories.stm.store import stm_store
 from memoryproject import redis_keys as keys
 from memoryproject.errors import Invalid, StoreUnavailable

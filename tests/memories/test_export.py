@@ -7,9 +7,10 @@ from datetime import timedelta
 from django.urls import reverse
 from django.utils import timezone
 
+from memories.audit.models import AuditEvent
 from memories.audit.services import audit_verify
 from memories.ltm.forgetting import ltm_forget
-from memories.models import AuditEvent, LtmCard
+from memories.ltm.models import LtmCard
 from tests.memories.test_erasure import SECRET_PHRASE, seed_user
 
 

@@ -8,9 +8,10 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from memories.models import ExtractionCursor, VocabularyEntry
+from memories.policies.models import VocabularyEntry
 from memories.stm.selectors import stm_items_for
 from memories.write.extraction import session_extract, sessions_lagging
+from memories.write.models import ExtractionCursor
 from profiles.services import tenant_delete
 from transcripts.models import Session
 

@@ -10,7 +10,8 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from memories.models import PromotionPolicy, PromotionRequest
+from memories.policies.models import PromotionPolicy
+from memories.review.models import PromotionRequest
 from memories.review.promotion import promotion_scan, promotion_triggers
 from memories.stm.selectors import stm_items_for
 from memories.stm.store import now_seconds, stm_store

@@ -11,9 +11,10 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from memories.ltm.forgetting import ltm_forget
+from memories.ltm.models import LtmCard
 from memories.ltm.selectors import ltm_search
 from memories.ltm.services import CardInput, cards_import, outbox_drain
-from memories.models import ForgettingPolicy, LtmCard
+from memories.policies.models import ForgettingPolicy
 
 CARDS = [
     CardInput(

@@ -12,9 +12,10 @@ from celery.signals import task_prerun
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
+from memories.audit.models import AuditEvent
 from memories.ltm import forgetting
 from memories.ltm.forgetting import LOCK_NAME, ltm_forget
-from memories.models import AuditEvent, ForgettingCursor, LtmCard
+from memories.ltm.models import ForgettingCursor, LtmCard
 from memories.tasks import ltm_forget_task
 from memoryproject import redis_client
 from memoryproject.errors import StoreUnavailable

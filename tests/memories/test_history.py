@@ -19,8 +19,9 @@ from memories.history.models import HistoryCursor, HistoryOutbox
 from memories.history.search import history_search_index
 from memories.history.selectors import history_search
 from memories.history.vectors import history_vector_index
-from memories.models import DeletionRequest, RecallPolicy
+from memories.policies.models import RecallPolicy
 from memories.review.deletion import deletion_approve
+from memories.review.models import DeletionRequest
 from memories.tasks import history_outbox_drain_task
 from memoryproject import redis_keys as keys
 from memoryproject.errors import Invalid, StoreUnavailable

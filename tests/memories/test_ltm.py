@@ -11,13 +11,13 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from memories.ltm.models import LtmCard, LtmOutbox
 from memories.ltm.scope import CardDocument
 from memories.ltm.search import card_search_index
 from memories.ltm.selectors import ltm_search
 from memories.ltm.services import CardInput, card_delete, cards_import, outbox_drain
 from memories.ltm.text import bm25_text
 from memories.ltm.vectors import vector_index
-from memories.models import LtmCard, LtmOutbox
 
 CARDS = [
     CardInput(

@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from memories.models import WritePolicy
+from memories.policies.models import WritePolicy
 from memories.vocabulary import default_vocabulary
 from memories.write.candidates import Candidate
 from memories.write.policy import ExistingState, PolicySettings, decide, policy_for
@@ -156,7 +156,7 @@ def test_what_promotion_may_propose_outlives_its_minimum_age(change) -> None:
 
 @pytest.mark.django_db
 def test_the_minimum_lifetime_follows_the_tenants_promotion_policy(tenant) -> None:
-    from memories.models import PromotionPolicy
+    from memories.policies.models import PromotionPolicy
 
     assert policy_for(tenant=tenant).promotable_ttl_minutes == 25 * 60
     PromotionPolicy.objects.create(tenant=tenant, min_age_hours=48)

@@ -9,9 +9,11 @@ import pytest
 from django.urls import reverse
 
 from memories.audit.services import audit_verify
+from memories.ltm.models import LtmCard
 from memories.ltm.selectors import ltm_search
 from memories.ltm.services import CardInput, cards_import, outbox_drain
-from memories.models import LtmCard, PromotionPolicy, PromotionRequest
+from memories.policies.models import PromotionPolicy
+from memories.review.models import PromotionRequest
 from memories.review.promotion import (
     Trigger,
     promotion_approve,

@@ -13,8 +13,8 @@ from django.db import connection
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from memories.audit.models import AuditEvent
 from memories.audit.services import AUDIT_LOCK_NAMESPACE
-from memories.models import AuditEvent
 from memories.stm import store as stm_store_module
 from memories.write.candidates import Candidate
 from memories.write.services import proposals_submit

@@ -11,10 +11,11 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from memories.ltm.models import LtmCard
 from memories.ltm.services import CardInput, cards_import, outbox_drain
-from memories.models import LtmCard, RecallEffectOutbox
 from memories.recall import cache as recall_cache
 from memories.recall.compress import estimate_tokens
+from memories.recall.models import RecallEffectOutbox
 from memories.stm import store as stm_store_module
 from memories.stm.store import stm_store
 from memoryproject import redis_client
@@ -542,7 +543,8 @@ def test_a_tenant_admin_tunes_recall_in_the_admin(
 ) -> None:
     from django.test import Client
 
-    from memories.models import AuditEvent, RecallPolicy
+    from memories.audit.models import AuditEvent
+    from memories.policies.models import RecallPolicy
     from tests.factories import MembershipFactory, StaffUserFactory
 
     staff = StaffUserFactory()

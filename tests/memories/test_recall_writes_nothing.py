@@ -15,8 +15,8 @@ from django.conf import settings
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from memories.ltm.models import LtmCard
 from memories.ltm.services import CardInput, cards_import, outbox_drain
-from memories.models import LtmCard
 from memoryproject import redis_keys as keys
 from memoryproject.redis_client import redis_connection
 from profiles.models import EndUser, Tenant

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from memories.models import PromotionRequest
+from memories.review.models import PromotionRequest
 from memories.review.reflection import reflection_run
 from memories.stm.items import StmItem
 from memories.stm.store import stm_store

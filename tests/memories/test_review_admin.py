@@ -10,18 +10,13 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from memories.audit.models import AuditEvent
 from memories.audit.services import Action, Actor, audit_record
+from memories.ltm.models import LtmCard, LtmOutbox
 from memories.ltm.services import CardInput, cards_import
-from memories.models import (
-    AuditEvent,
-    DeletionRequest,
-    LtmCard,
-    LtmOutbox,
-    PromotionPolicy,
-    PromotionRequest,
-    ReviewStatus,
-)
+from memories.policies.models import PromotionPolicy
 from memories.review.deletion import deletion_request
+from memories.review.models import DeletionRequest, PromotionRequest, ReviewStatus
 from memoryproject import redis_keys as keys
 from memoryproject.redis_client import redis_connection
 from profiles.models import EndUser, Tenant, TenantMembership, UserPreference

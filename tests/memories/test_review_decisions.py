@@ -7,9 +7,10 @@ import json
 
 from django.urls import reverse
 
+from memories.audit.models import AuditEvent
 from memories.audit.services import Action, Actor
-from memories.models import AuditEvent, DeletionRequest, PromotionRequest, ReviewStatus
 from memories.review.deletion import deletion_approve, deletion_request
+from memories.review.models import DeletionRequest, PromotionRequest, ReviewStatus
 from memories.stm.selectors import stm_items_for
 from memories.write.candidates import Candidate
 from memories.write.services import Outcome, proposals_submit

@@ -10,7 +10,7 @@ from memories.history.vectors import history_vector_index
 from memories.ltm import search as search_module
 from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
-from memories.models import TenantPurge
+from memories.review.models import TenantPurge
 from memories.review.tenant_purge import tenant_leftovers, tenant_purge
 from memories.stm.store import stm_store
 from memories.tasks import tenant_purges_resume_task

@@ -1,10 +1,10 @@
-"""Reads of the tables the memory layers share: a tenant's vocabulary entries."""
+"""Reads of a tenant's vocabulary entries: its word lists and its redaction patterns."""
 
 from __future__ import annotations
 
 import re
 
-from memories.models import VocabularyEntry
+from memories.policies.models import VocabularyEntry
 from memories.vocabulary import REDACTION_KIND, Vocabulary, compile_pattern, default_vocabulary
 from profiles.models import Tenant
 
