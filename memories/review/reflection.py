@@ -29,9 +29,8 @@ from memories.review.promotion import (
     proposal_record,
     similar_cards,
 )
-from memories.stm.items import StmItem
+from memories.stm.items import MemoryType, StmItem
 from memories.stm.store import now_seconds, stm_store
-from memories.write.candidates import MemoryType
 from profiles.models import EndUser, Tenant
 
 EPISODE_TYPES = (MemoryType.FACT, MemoryType.DECISION, MemoryType.OBSERVATION)

@@ -25,8 +25,9 @@ from memories.policies.models import (
     PromotionPolicy,
     WritePolicy,
 )
+from memories.stm.items import MemoryType
 from memories.vocabulary import Vocabulary
-from memories.write.candidates import Candidate, MemoryType, SourceKind
+from memories.write.candidates import Candidate, SourceKind
 from profiles.domains import FACT_DOMAINS, key_problem
 from profiles.models import Tenant
 

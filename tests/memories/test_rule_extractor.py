@@ -5,8 +5,9 @@ from typing import Any
 
 import pytest
 
+from memories.stm.items import MemoryType
 from memories.vocabulary import Vocabulary, default_vocabulary
-from memories.write.candidates import Candidate, MemoryType, SourceKind
+from memories.write.candidates import Candidate, SourceKind
 from memories.write.extractors import ExtractionContext, Extractor, RuleExtractor, split_sentences
 
 
