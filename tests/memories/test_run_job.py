@@ -14,7 +14,7 @@ from django.urls import reverse
 from memories.review.models import PromotionRequest
 from memories.stm.store import stm_store
 from tests.factories import EndUserFactory, MembershipFactory, StaffUserFactory, TenantFactory
-from tests.memories.test_promotion import HOUR, NOW, item
+from tests.memories.review.test_promotion import HOUR, NOW, item
 
 
 def _seed(tenant, external_id: str, **fields):

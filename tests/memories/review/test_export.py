@@ -11,7 +11,7 @@ from memories.audit.models import AuditEvent
 from memories.audit.services import audit_verify
 from memories.ltm.forgetting import ltm_forget
 from memories.ltm.models import LtmCard
-from tests.memories.test_erasure import SECRET_PHRASE, seed_user
+from tests.memories.review.test_erasure import SECRET_PHRASE, seed_user
 
 
 def test_export_holds_every_layer_and_archived_cards(

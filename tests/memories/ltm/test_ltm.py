@@ -165,7 +165,7 @@ def own_vector_server(tmp_path, settings):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    launcher = Path(__file__).resolve().parents[2] / "scripts" / "local_milvus.py"
+    launcher = Path(__file__).resolve().parents[3] / "scripts" / "local_milvus.py"
     process = subprocess.Popen(
         [sys.executable, str(launcher), str(tmp_path), f"127.0.0.1:{port}"],
         stdout=subprocess.DEVNULL,

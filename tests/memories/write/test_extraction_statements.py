@@ -22,7 +22,7 @@ from memories.write.statements import read_sentence
 from memoryproject.redis_keys import Owner
 from profiles.models import EndUser
 
-LABELLED = Path(__file__).resolve().parents[1] / "data" / "extraction_labelled.jsonl"
+LABELLED = Path(__file__).resolve().parents[2] / "data" / "extraction_labelled.jsonl"
 PROPOSALS = reverse("memories:proposals")
 HOUR = 3600.0
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from tests.memories.test_compress import (  # noqa: F401  (fixtures)
+from tests.memories.compression.test_compress import (  # noqa: F401  (fixtures)
     NEAR_FIELD,
     assert_everything_accounted_for,
     assert_near_field_verbatim,
     compress,
     session,
 )
-from tests.memories.test_llm_extractor import FakeChatServer, chat_server  # noqa: F401
+from tests.memories.write.test_llm_extractor import FakeChatServer, chat_server  # noqa: F401
 from transcripts.models import Session
 
 SECTIONS = {

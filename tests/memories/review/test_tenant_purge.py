@@ -17,7 +17,7 @@ from memories.tasks import tenant_purges_resume_task
 from memoryproject.errors import StoreUnavailable
 from profiles.models import Tenant
 from profiles.services import tenant_delete
-from tests.memories.test_erasure import seed_user
+from tests.memories.review.test_erasure import seed_user
 
 
 def held(tenant: Tenant) -> dict[str, int]:

@@ -28,7 +28,7 @@ from memoryproject.errors import Invalid, StoreUnavailable
 from memoryproject.redaction import redactor_for
 from memoryproject.redis_client import redis_connection
 from tests.factories import StaffUserFactory
-from tests.memories.test_erasure import seed_user
+from tests.memories.review.test_erasure import seed_user
 from transcripts.models import Session
 
 MAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
