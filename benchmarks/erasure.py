@@ -147,9 +147,9 @@ def load(tenant, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-d
 def erase(tenant, reviewer) -> None:  # type: ignore[no-untyped-def]
     from memories.audit.services import Actor, audit_verify
     from memories.ltm.search import card_search_index
-    from memories.models import DeletionRequest
     from memories.review.deletion import deletion_approve, deletion_request
     from memories.review.erasure import erasure_run, receipt_digest
+    from memories.review.models import DeletionRequest
     from profiles.models import EndUser
 
     request, _ = deletion_request(

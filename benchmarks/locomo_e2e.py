@@ -271,7 +271,7 @@ def worker_idle() -> bool:
     from django.db.models import F
 
     from memories.history.models import HistoryOutbox
-    from memories.models import LtmOutbox
+    from memories.ltm.models import LtmOutbox
     from transcripts.models import Session
 
     broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
@@ -560,7 +560,7 @@ def main() -> None:
     if args.remove:
         remove_everything()
         return
-    from memories.models import RecallPolicy
+    from memories.policies.models import RecallPolicy
     from memories.services import stores_ensure
     from profiles.models import Tenant
     from profiles.services import api_key_create, tenant_create

@@ -56,11 +56,11 @@ def main() -> None:
         MILVUS_COLLECTION_PREFIX=f"bench_locomo_{RUN}",
         REDIS_KEY_PREFIX=f"bench-locomo-{RUN}",
     )
+    from memories.ltm.models import LtmCard
     from memories.ltm.search import card_search_index
     from memories.ltm.selectors import ltm_search
     from memories.ltm.services import CardInput, cards_import, outbox_drain
     from memories.ltm.vectors import vector_index
-    from memories.models import LtmCard
     from profiles.services import tenant_create, tenant_delete
 
     conversations = json.loads(LOCOMO.read_text())

@@ -8,7 +8,7 @@ class MemoriesConfig(AppConfig):
     def ready(self) -> None:
         from memories import receivers  # noqa: F401 - connects the signal receivers
         from memories.history import receivers as history_receivers  # noqa: F401
-        from memories.selectors import redaction_patterns
+        from memories.policies.selectors import redaction_patterns
         from memoryproject.redaction import register_tenant_patterns
 
         # Layer 1 writers redact with the tenant's patterns without importing this app.

@@ -9,8 +9,10 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
 
-from memories.models import ExtractionCursor, RecallPolicy, TenantPurge, VocabularyEntry
+from memories.policies.models import RecallPolicy, VocabularyEntry
 from memories.recall.cache import context_cache
+from memories.review.models import TenantPurge
+from memories.write.models import ExtractionCursor
 from memoryproject.errors import StoreUnavailable
 from profiles.models import (
     AgentSetting,

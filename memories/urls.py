@@ -1,16 +1,17 @@
 from django.urls import path
 
-from memories import apis
 from memories.compression import apis as compression_apis
 from memories.ltm import apis as ltm_apis
 from memories.recall import apis as recall_apis
 from memories.review import apis as review_apis
+from memories.stm import apis as stm_apis
+from memories.write import apis as write_apis
 
 app_name = "memories"
 urlpatterns = [
-    path("memories/proposals", apis.ProposalSubmitApi.as_view(), name="proposals"),
-    path("memories/stm", apis.StmListApi.as_view(), name="stm"),
-    path("memories/<extid:item_id>", apis.MemoryItemApi.as_view(), name="item"),
+    path("memories/proposals", write_apis.ProposalSubmitApi.as_view(), name="proposals"),
+    path("memories/stm", stm_apis.StmListApi.as_view(), name="stm"),
+    path("memories/<extid:item_id>", stm_apis.MemoryItemApi.as_view(), name="item"),
     path("ltm/cards:import", ltm_apis.CardImportApi.as_view(), name="ltm-import"),
     path("ltm/cards/<extid:memory_id>", review_apis.CardDetailApi.as_view(), name="ltm-card"),
     path("ltm/search", ltm_apis.LtmSearchApi.as_view(), name="ltm-search"),

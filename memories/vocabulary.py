@@ -2,7 +2,7 @@
 
 Defaults live in `memories/data/vocabulary.json`; a tenant extends any kind with
 `VocabularyEntry` rows (admin), so no pattern lives in code. This module reads no table (the
-model validates its rows with it); `memories.selectors` reads a tenant's entries.
+model validates its rows with it); `memories.policies.selectors` reads a tenant's entries.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ def _ltm_outbox() -> dict[str, float]:
     from django.db.models import Count, Min
     from django.utils import timezone
 
-    from memories.models import LtmOutbox
+    from memories.ltm.models import LtmOutbox
 
     found = LtmOutbox.objects.aggregate(rows=Count("pk"), oldest=Min("created_at"))
     oldest = found["oldest"]

@@ -270,7 +270,7 @@ SPECTACULAR_SETTINGS = {
     ],
     "ENUM_NAME_OVERRIDES": {
         "StmMemoryTypeEnum": "memories.write.candidates.MemoryType.ALL",
-        "LtmMemoryTypeEnum": "memories.models.LtmCard.Type",
+        "LtmMemoryTypeEnum": "memories.ltm.models.LtmCard.Type",
     },
 }
 # Who may read /metrics: requests bearing this token; when empty, loopback clients only.

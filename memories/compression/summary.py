@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from memories.compression.dependency import Dependency, ToolDependency
-from memories.stm.items import StmItem
-from memories.write.candidates import MemoryType
+from memories.stm.items import MemoryType, StmItem
 
 SECTIONS = (
     "task_goal",

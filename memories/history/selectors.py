@@ -22,7 +22,7 @@ from memories.history.search import history_search_index
 from memories.history.vectors import history_vector_index
 from memories.ltm.embedder import query_vector as embed_query
 from memories.ltm.text import bm25_text
-from memories.models import RecallPolicy
+from memories.policies.models import RecallPolicy
 from memoryproject.errors import Invalid, StoreUnavailable
 from memoryproject.store_timing import in_request_context
 from profiles.models import Tenant

@@ -11,10 +11,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.audit.services import Actor
+from memories.ltm.models import LtmCard
 from memories.ltm.selectors import MODES, ltm_search
 from memories.ltm.serializers import CardImportOutputSerializer, LtmSearchOutputSerializer
 from memories.ltm.services import CardInput, cards_import
-from memories.models import LtmCard
 from memoryproject.fields import (
     StrictCharField,
     StrictFloatField,

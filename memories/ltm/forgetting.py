@@ -20,8 +20,9 @@ from django.db.models.functions import Greatest, Least
 from django.utils import timezone
 
 from memories.audit.services import Action, Actor, audit_record
+from memories.ltm.models import ForgettingCursor, LtmCard, LtmOutbox
 from memories.ltm.services import outbox_drain_enqueue
-from memories.models import ForgettingCursor, ForgettingPolicy, LtmCard, LtmOutbox
+from memories.policies.models import ForgettingPolicy
 from memoryproject.locks import redis_lock
 from profiles.models import Tenant
 

@@ -13,11 +13,11 @@ from typing import Any, TypeVar
 from django.conf import settings
 
 from memories.ltm.embedder import query_vector as embed_query
+from memories.ltm.models import LtmCard
 from memories.ltm.scope import Hit, Scope
 from memories.ltm.search import card_search_index
 from memories.ltm.text import bm25_text
 from memories.ltm.vectors import vector_index
-from memories.models import LtmCard
 from memoryproject.errors import Invalid, NotFound, StoreUnavailable
 from memoryproject.store_timing import in_request_context
 from profiles.models import Tenant

@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from memories.models import LtmCard
+from memories.ltm.models import LtmCard
 from memoryproject.fields import JsonObjectField, OutputSerializer
 
 

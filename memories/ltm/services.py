@@ -20,11 +20,11 @@ from django.db.models import F
 
 from memories.audit.services import Action, Actor, audit_record
 from memories.ltm.embedder import embedder
+from memories.ltm.models import LtmCard, LtmOutbox
 from memories.ltm.scope import CardDocument
 from memories.ltm.search import card_search_index
 from memories.ltm.text import bm25_text
 from memories.ltm.vectors import vector_index
-from memories.models import LtmCard, LtmOutbox
 from memoryproject.errors import Invalid, NotFound, StoreUnavailable
 from memoryproject.redaction import Redactor, Report, redactor_for
 from profiles.models import Project, Tenant

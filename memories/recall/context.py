@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from django.db import connection
 
-from memories.models import RecallPolicy, VocabularyEntry
+from memories.policies.models import RecallPolicy, VocabularyEntry
 from profiles.domains import is_authoritative
 from profiles.models import (
     AgentSetting,

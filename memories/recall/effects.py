@@ -25,8 +25,9 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models import Case, F, IntegerField, Value, When
 
-from memories.models import LtmCard, RecallEffectOutbox
+from memories.ltm.models import LtmCard
 from memories.recall.cache import recall_log
+from memories.recall.models import RecallEffectOutbox
 from memories.stm.store import stm_store
 from memoryproject.errors import DomainError, StoreUnavailable
 from memoryproject.locks import redis_lock

@@ -15,7 +15,6 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from memories.models import DeletionRequest
 from memories.review.admin_common import (
     AgeFilter,
     ReviewQueueAdmin,
@@ -26,6 +25,7 @@ from memories.review.admin_common import (
     short_time,
 )
 from memories.review.deletion import deletion_approve, deletion_reject
+from memories.review.models import DeletionRequest
 from memoryproject.errors import DomainError
 from profiles.admin_scoping import TENANT_FILTER
 

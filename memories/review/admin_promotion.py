@@ -21,7 +21,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from memories.models import LtmCard, PromotionRequest, ReviewStatus
+from memories.ltm.models import LtmCard
 from memories.review.admin_common import (
     AgeFilter,
     ConfidenceBandFilter,
@@ -34,6 +34,7 @@ from memories.review.admin_common import (
     short_time,
     side_by_side,
 )
+from memories.review.models import PromotionRequest, ReviewStatus
 from memories.review.promotion import (
     current_value,
     promotion_approve,

@@ -14,9 +14,9 @@ from rest_framework.views import APIView
 from memories.audit.services import Actor
 from memories.ltm.selectors import card_for
 from memories.ltm.serializers import CardOutputSerializer, card_view
-from memories.models import DeletionRequest, PromotionRequest, ReviewStatus
 from memories.review.deletion import deletion_for, deletion_request
 from memories.review.export import user_export
+from memories.review.models import DeletionRequest, PromotionRequest, ReviewStatus
 from memories.review.promotion import promotions_for
 from memories.review.serializers import (
     DeletionOutputSerializer,

@@ -11,7 +11,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memories.audit.services import Action, Actor, audit_record
-from memories.models import DeletionRequest, LtmCard
+from memories.ltm.models import LtmCard
+from memories.review.models import DeletionRequest
 from memories.review.promotion import new_request_id
 from memoryproject.errors import Conflict, ErrorCode, Invalid, NotFound
 from profiles.models import EndUser, StableFact, Tenant, UserPreference

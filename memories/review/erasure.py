@@ -24,12 +24,13 @@ from memories.audit.services import Action, Actor, audit_record, state_sha256
 from memories.history.search import history_search_index
 from memories.history.services import history_erase_user
 from memories.history.vectors import history_vector_index
+from memories.ltm.models import LtmCard
 from memories.ltm.scope import Scope
 from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
-from memories.models import DeletionRequest, LtmCard, PromotionRequest
 from memories.recall.cache import context_cache
 from memories.review.deletion import fact_row_for
+from memories.review.models import DeletionRequest, PromotionRequest
 from memories.stm.store import stm_store
 from memoryproject.errors import StoreUnavailable
 from memoryproject.redis_keys import Owner

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from memories.audit.models import AuditEvent
 from memories.history.selectors import history_entries_for
+from memories.ltm.models import LtmCard
 from memories.ltm.serializers import card_view
-from memories.models import AuditEvent, LtmCard, PromotionRequest
+from memories.review.models import PromotionRequest
 from memories.stm.serializers import item_document
 from memories.stm.store import stm_store
 from memoryproject.redis_keys import Owner

@@ -20,11 +20,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memories.audit.services import Action, Actor, audit_record
+from memories.ltm.models import LtmCard
 from memories.ltm.services import CardInput, card_merge, cards_import
-from memories.models import LtmCard, PromotionPolicy, PromotionRequest, ReviewStatus
-from memories.stm.items import StmItem
+from memories.policies.models import PromotionPolicy
+from memories.review.models import PromotionRequest, ReviewStatus
+from memories.stm.items import MemoryType, StmItem
 from memories.stm.store import now_seconds, stm_store
-from memories.write.candidates import MemoryType
 from memoryproject.errors import Conflict, ErrorCode, Invalid, StoreUnavailable
 from memoryproject.redaction import Report, redactor_for
 from memoryproject.redis_keys import Owner

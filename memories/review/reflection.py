@@ -17,7 +17,9 @@ import numpy as np
 
 from memories.audit.services import Actor
 from memories.ltm.embedder import embedder
-from memories.models import LtmCard, PromotionPolicy, PromotionRequest
+from memories.ltm.models import LtmCard
+from memories.policies.models import PromotionPolicy
+from memories.review.models import PromotionRequest
 from memories.review.promotion import (
     ScanResult,
     new_request_id,
@@ -27,9 +29,8 @@ from memories.review.promotion import (
     proposal_record,
     similar_cards,
 )
-from memories.stm.items import StmItem
+from memories.stm.items import MemoryType, StmItem
 from memories.stm.store import now_seconds, stm_store
-from memories.write.candidates import MemoryType
 from profiles.models import EndUser, Tenant
 
 EPISODE_TYPES = (MemoryType.FACT, MemoryType.DECISION, MemoryType.OBSERVATION)

@@ -13,7 +13,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
 from memories.audit.services import Action, Actor, audit_record
-from memories.models import LtmCard, PromotionPolicy, PromotionRequest
+from memories.ltm.models import LtmCard
+from memories.policies.models import PromotionPolicy
+from memories.review.models import PromotionRequest
 from memories.review.promotion import (
     CARD_TYPE_FOR,
     current_value,

@@ -95,7 +95,7 @@ def domain_keys_for(*, tenant: Tenant, also: Sequence[str] = ()) -> list[str]:
     """The Layer 1 keys a reviewer may promote to: those the extractor's patterns fill
     (`preference.<topic>`, `profile.display_name`, ...), those the tenant's preferences and facts
     use already, and `also` (say, the proposal's own key); sorted, each valid."""
-    from memories.selectors import vocabulary_for
+    from memories.policies.selectors import vocabulary_for
     from profiles.domains import FACT_DOMAINS, key_problem
     from profiles.models import StableFact, UserPreference
 
@@ -131,7 +131,8 @@ def end_user_memory(*, end_user: Any, stm_limit: int = 50, cards_limit: int = 50
     """One end user's preference and fact history (every version), live short-term items
     (from Redis, through `stm_items_for`), long-term cards, pending proposals and deletion
     requests; texts redacted for display."""
-    from memories.models import DeletionRequest, LtmCard, PromotionRequest, ReviewStatus
+    from memories.ltm.models import LtmCard
+    from memories.review.models import DeletionRequest, PromotionRequest, ReviewStatus
     from memories.stm.selectors import stm_items_for
     from memories.stm.store import now_seconds
     from memoryproject.errors import StoreUnavailable

@@ -21,8 +21,8 @@ from memories.history.services import remove_tenant_entries
 from memories.history.vectors import history_vector_index
 from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
-from memories.models import TenantPurge
 from memories.recall.cache import context_cache
+from memories.review.models import TenantPurge
 from memories.stm.store import stm_store
 from memoryproject.errors import StoreUnavailable
 from transcripts.storage import segments_delete, segments_under

@@ -15,6 +15,16 @@ def _encode_json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+class MemoryType:
+    FACT = "fact"
+    DECISION = "decision"
+    HYPOTHESIS = "hypothesis"
+    OBSERVATION = "observation"
+    CONSTRAINT = "constraint"
+    PREFERENCE = "preference"
+    ALL = (FACT, DECISION, HYPOTHESIS, OBSERVATION, CONSTRAINT, PREFERENCE)
+
+
 class Status:
     ACTIVE = "active"
     SUPERSEDED = "superseded"

@@ -6,16 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-class MemoryType:
-    FACT = "fact"
-    DECISION = "decision"
-    HYPOTHESIS = "hypothesis"
-    OBSERVATION = "observation"
-    CONSTRAINT = "constraint"
-    PREFERENCE = "preference"
-    ALL = (FACT, DECISION, HYPOTHESIS, OBSERVATION, CONSTRAINT, PREFERENCE)
-
-
 class SourceKind:
     USER = "user"  # said by the end user
     ASSISTANT = "assistant"  # said by the agent

@@ -14,10 +14,10 @@ from django.db import IntegrityError
 from django.db.models import F, Q
 from django.utils import timezone
 
-from memories.models import ExtractionCursor
-from memories.selectors import vocabulary_for
+from memories.policies.selectors import vocabulary_for
 from memories.write.extractors import ExtractionContext, RuleExtractor
 from memories.write.llm import llm_extractor
+from memories.write.models import ExtractionCursor
 from memories.write.services import proposals_submit
 from memoryproject.errors import StoreUnavailable
 from memoryproject.locks import redis_lock

@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from memories.stm.items import MemoryType
 from memories.vocabulary import Vocabulary
-from memories.write.candidates import Candidate, MemoryType, SourceKind
+from memories.write.candidates import Candidate, SourceKind
 from memories.write.statements import (
     KIND_CONFIDENCE,
     REMEMBERED_CONFIDENCE,

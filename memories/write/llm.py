@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
-from memories.write.candidates import Candidate, MemoryType, SourceKind
+from memories.stm.items import MemoryType
+from memories.write.candidates import Candidate, SourceKind
 from memoryproject.errors import StoreUnavailable
 from memoryproject.llm import chat_json
 from memoryproject.redaction import redact_text

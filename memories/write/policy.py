@@ -18,15 +18,16 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from memories.models import (
+from memories.policies.models import (
     DEFAULT_TTL_MINUTES,
     DEFAULT_WEIGHTS,
     POLICY_FIELDS,
     PromotionPolicy,
     WritePolicy,
 )
+from memories.stm.items import MemoryType
 from memories.vocabulary import Vocabulary
-from memories.write.candidates import Candidate, MemoryType, SourceKind
+from memories.write.candidates import Candidate, SourceKind
 from profiles.domains import FACT_DOMAINS, key_problem
 from profiles.models import Tenant
 

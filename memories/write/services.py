@@ -9,13 +9,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from django.contrib.auth.models import User
 from django.db import transaction
 
 from memories.audit.services import Action, Actor, audit_record
 from memories.facts import normalise_fact
-from memories.models import POLICY_FIELDS, WritePolicy
-from memories.selectors import vocabulary_for
+from memories.policies.selectors import vocabulary_for
 from memories.stm.items import StmItem
 from memories.stm.store import RedisShortTermStore, UpsertResult, now_seconds, stm_store
 from memories.vocabulary import Vocabulary, redactor_of
@@ -331,33 +329,3 @@ def _item_for(
         verified=candidate.verified,
         remember=candidate.remember,
     )
-
-
-@transaction.atomic
-def write_policy_publish(
-    *, tenant: Tenant, values: dict[str, Any], created_by: User | None = None
-) -> WritePolicy:
-    """Make `values` the tenant's current write policy as a new version; older ones stay."""
-    Tenant.objects.select_for_update().filter(pk=tenant.pk).get()
-    current = WritePolicy.objects.filter(tenant=tenant, is_current=True).first()
-    policy = WritePolicy(
-        tenant=tenant,
-        version=(current.version + 1) if current else 1,
-        created_by=created_by,
-        **{name: values[name] for name in POLICY_FIELDS if name in values},
-    )
-    policy.full_clean(validate_constraints=False)
-    if current is not None:
-        current.is_current = False
-        current.save(update_fields=["is_current"])
-    policy.save()
-    audit_record(
-        tenant=tenant,
-        action=Action.POLICY_CHANGE,
-        actor=Actor.staff(created_by) if created_by else Actor.job("write_policy"),
-        object_type="write_policy",
-        object_id=str(policy.version),
-        before={name: getattr(current, name) for name in POLICY_FIELDS} if current else None,
-        after={name: getattr(policy, name) for name in POLICY_FIELDS},
-    )
-    return policy

@@ -28,8 +28,8 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from memories.audit.services import Actor
-from memories.models import DeletionRequest, PromotionRequest, ReviewStatus
 from memories.review.deletion import deletion_request
+from memories.review.models import DeletionRequest, PromotionRequest, ReviewStatus
 from memories.write.candidates import Candidate
 from memories.write.services import proposals_submit
 from profiles.models import EndUser, Tenant, TenantMembership, UserPreference, UserProjectRole

@@ -19,7 +19,7 @@ from agent_memory_client import MemoryClient
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from memories.models import DeletionRequest
+from memories.review.models import DeletionRequest
 
 SDK = Path(__file__).resolve().parents[2] / "clients" / "python"
 TOOLS = {

@@ -20,7 +20,8 @@ from agent_memory_client import (
 )
 from agent_memory_client import models as m
 
-from memories.models import DeletionRequest, LtmCard
+from memories.ltm.models import LtmCard
+from memories.review.models import DeletionRequest
 from tests.clients.shapes import assert_fits
 from transcripts.models import Session
 

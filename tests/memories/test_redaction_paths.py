@@ -12,8 +12,11 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from memories.audit.models import AuditEvent
+from memories.ltm.models import LtmCard, LtmOutbox
 from memories.ltm.services import CardInput, cards_import, outbox_drain
-from memories.models import AuditEvent, LtmCard, LtmOutbox, PromotionRequest, VocabularyEntry
+from memories.policies.models import VocabularyEntry
+from memories.review.models import PromotionRequest
 from memories.review.promotion import promotion_approve, promotion_merge, promotion_scan
 from memories.review.reflection import reflection_run
 from memories.stm.items import StmItem

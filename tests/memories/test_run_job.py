@@ -11,10 +11,10 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
-from memories.models import PromotionRequest
+from memories.review.models import PromotionRequest
 from memories.stm.store import stm_store
 from tests.factories import EndUserFactory, MembershipFactory, StaffUserFactory, TenantFactory
-from tests.memories.test_promotion import HOUR, NOW, item
+from tests.memories.review.test_promotion import HOUR, NOW, item
 
 
 def _seed(tenant, external_id: str, **fields):

@@ -16,8 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
-from memories.models import AuditEvent, DeletionRequest, LtmCard
+from memories.audit.models import AuditEvent
+from memories.ltm.models import LtmCard
 from memories.review.deletion import fact_row_for
+from memories.review.models import DeletionRequest
 from memories.stm.selectors import stm_item_for
 from memoryproject import redis_keys as keys
 from memoryproject.errors import NotFound

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from memories.ltm.models import LtmOutbox
 from memories.ltm.services import CardInput, cards_import
-from memories.models import LtmOutbox
 from tests.factories import EndUserFactory
 from transcripts.models import Session
 

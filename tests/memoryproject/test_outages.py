@@ -24,9 +24,10 @@ from django.utils import timezone
 
 from memories.history.selectors import history_search
 from memories.history.vectors import history_vector_index
+from memories.ltm.models import LtmCard, LtmOutbox
 from memories.ltm.vectors import vector_index
-from memories.models import LtmCard, LtmOutbox, RecallEffectOutbox
 from memories.recall import cache as recall_cache
+from memories.recall.models import RecallEffectOutbox
 from memories.stm import store as stm_store_module
 from memories.tasks import recall_effects_apply_task
 from memoryproject import redis_client

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from memoryproject.store_timing import StoreClock, measuring, timed
-from tests.memories.test_recall_api import PAST_CASE, UNRELATED, import_cards
+from tests.memories.recall.test_recall_api import PAST_CASE, UNRELATED, import_cards
 
 RECALL = reverse("memories:recall")
 

@@ -10,8 +10,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
+from memories.audit.models import AuditEvent
 from memories.audit.services import audit_verify
-from memories.models import AuditEvent, VocabularyEntry
+from memories.policies.models import VocabularyEntry
 from profiles.models import (
     AgentSetting,
     ApiKey,
