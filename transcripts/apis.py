@@ -52,6 +52,11 @@ class EventOutputSerializer(serializers.Serializer):
     received_at = serializers.DateTimeField()
 
 
+class AppendedEventOutputSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    id = serializers.CharField()
+
+
 class SessionEventsApi(APIView):
     """POST appends a batch of events (all or nothing); GET replays them in order."""
 
@@ -75,7 +80,7 @@ class SessionEventsApi(APIView):
         created = serializers.BooleanField()
         event_count = serializers.IntegerField()
         head_hash = serializers.CharField()
-        events = serializers.ListField(child=serializers.DictField())
+        events = AppendedEventOutputSerializer(many=True)
 
     class ReplayQuerySerializer(StrictSerializer):
         after = serializers.IntegerField(required=False, min_value=0, max_value=MAX_SEQ, default=0)

@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from memories.ltm.models import LtmCard
-from memoryproject.fields import JsonObjectField, OutputSerializer
+from memoryproject.fields import OutputSerializer
 
 
 def card_view(card: LtmCard) -> dict[str, Any]:
@@ -49,7 +49,10 @@ class CardOutputSerializer(OutputSerializer):
     entities = serializers.ListField(child=serializers.CharField())
     tags = serializers.ListField(child=serializers.CharField())
     source_type = serializers.CharField()
-    source_refs = JsonObjectField(help_text="ids of what the card came from, by kind")
+    source_refs = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="ids of what the card came from, by kind",
+    )
     importance = serializers.FloatField()
     confidence = serializers.FloatField()
     access_count = serializers.IntegerField()

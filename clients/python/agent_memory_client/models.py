@@ -1,8 +1,10 @@
 """Typed request and response shapes of the service's API (v1).
 
 TypedDicts, so a response is the decoded JSON itself, with types for editors and type checkers.
-Request shapes list what the service accepts (NotRequired: it has a default); the SDK's tests
-check every shape against the service's OpenAPI schema (`/api/schema/`) and real answers.
+Request shapes list what the service accepts (NotRequired: it has a default) and are closed,
+as the service refuses keys it does not know. The SDK's tests check every shape against the
+service's OpenAPI schema (`/api/schema/`), against the TypedDicts a standard generator makes from
+it (type-checked both ways with mypy), and against real answers.
 """
 
 from typing import Any, Literal, NotRequired
@@ -22,7 +24,7 @@ PermissionScope = Literal["read_only", "read_write", "admin"]
 # --- transcripts ----------------------------------------------------------------------------
 
 
-class EventIn(TypedDict):
+class EventIn(TypedDict, closed=True):
     """One event to append; give `id` (the SDK does when it is missing) so a retry is safe."""
 
     role: Role
@@ -33,7 +35,7 @@ class EventIn(TypedDict):
     created_at: NotRequired[str]  # ISO 8601; the service's receive time when left out
 
 
-class AppendRequest(TypedDict):
+class AppendRequest(TypedDict, closed=True):
     user_id: str
     events: list[EventIn]
     task_id: NotRequired[str]
@@ -89,7 +91,7 @@ class VerifyResponse(TypedDict):
 # --- profiles -------------------------------------------------------------------------------
 
 
-class ProfileFields(TypedDict, total=False):
+class ProfileFields(TypedDict, total=False, closed=True):
     language: str
     answer_style: str
     timezone: str
@@ -97,27 +99,27 @@ class ProfileFields(TypedDict, total=False):
     extras: dict[str, Any]
 
 
-class PreferenceIn(TypedDict):
+class PreferenceIn(TypedDict, closed=True):
     key: str
     value: Any
     confidence: NotRequired[float]
     source_ids: NotRequired[list[str]]
 
 
-class RoleIn(TypedDict):
+class RoleIn(TypedDict, closed=True):
     project: str
     role: str | None
     permission_scope: NotRequired[PermissionScope]
 
 
-class FactIn(TypedDict):
+class FactIn(TypedDict, closed=True):
     key: str
     value: Any
     project: NotRequired[str]
     source_ids: NotRequired[list[str]]
 
 
-class ProfilePatch(TypedDict, total=False):
+class ProfilePatch(TypedDict, total=False, closed=True):
     profile: ProfileFields
     preferences: list[PreferenceIn]
     roles: list[RoleIn]
@@ -135,13 +137,13 @@ class ProfileResponse(TypedDict):
 # --- short-term memory ----------------------------------------------------------------------
 
 
-class ProposalSource(TypedDict, total=False):
+class ProposalSource(TypedDict, total=False, closed=True):
     kind: str
     message_ids: list[str]
     tool_call_ids: list[str]
 
 
-class Proposal(TypedDict):
+class Proposal(TypedDict, closed=True):
     user_id: str
     session_id: str
     memory_type: StmMemoryType
@@ -161,7 +163,7 @@ class Proposal(TypedDict):
     ttl_minutes: NotRequired[int]
 
 
-class ProposalsRequest(TypedDict):
+class ProposalsRequest(TypedDict, closed=True):
     proposals: list[Proposal]
 
 
@@ -222,8 +224,8 @@ class StmItem(TypedDict):
     status: str
     hit_count: int
     sessions: list[str]
-    supersedes: str | None
-    superseded_by: str | None
+    supersedes: str  # "" when it supersedes nothing
+    superseded_by: str
     verified: bool
     remember: bool
 
@@ -240,7 +242,7 @@ class StmPage(TypedDict):
 # --- long-term memory -----------------------------------------------------------------------
 
 
-class CardIn(TypedDict):
+class CardIn(TypedDict, closed=True):
     memory_type: LtmMemoryType
     summary: str
     id: NotRequired[str]
@@ -256,7 +258,7 @@ class CardIn(TypedDict):
     occurred_at: NotRequired[str | None]  # ISO 8601: when what the card remembers happened
 
 
-class CardImportRequest(TypedDict):
+class CardImportRequest(TypedDict, closed=True):
     cards: list[CardIn]
 
 
@@ -293,7 +295,7 @@ class Card(TypedDict):
     occurred_at: str | None
 
 
-class LtmSearchRequest(TypedDict):
+class LtmSearchRequest(TypedDict, closed=True):
     query: str
     mode: NotRequired[SearchMode]
     k: NotRequired[int]
@@ -326,7 +328,7 @@ class LtmSearchResponse(TypedDict):
 # --- recall and compression -----------------------------------------------------------------
 
 
-class RecallRequest(TypedDict):
+class RecallRequest(TypedDict, closed=True):
     user_id: str
     session_id: str
     query: str
@@ -369,7 +371,7 @@ class RecallResponse(TypedDict):
     explain: NotRequired[dict[str, Any]]  # with `explain: true`
 
 
-class CompressRequest(TypedDict):
+class CompressRequest(TypedDict, closed=True):
     budget_tokens: int
     user_id: NotRequired[str]
 
@@ -426,13 +428,37 @@ class CompressToolResult(TypedDict):
     digested_by: list[str]
 
 
+class CompressSummaryLine(TypedDict):
+    text: str
+    refs: list[str]  # the event ids it cites
+
+
+class CompressSummaryCovers(TypedDict):
+    events: int
+    first_seq: int
+    last_seq: int
+
+
+class CompressSummary(TypedDict):
+    sections: dict[str, list[CompressSummaryLine]]
+    covers: CompressSummaryCovers
+    dropped_lines: int
+    summariser: str
+
+
+class CompressSkipped(TypedDict):
+    first_seq: int
+    last_seq: int
+    reason: str
+
+
 class CompressResponse(TypedDict):
     session_id: str
     user_id: str
     task_id: str
     context: str
     messages: list[CompressMessage]
-    summary: dict[str, Any] | None
+    summary: CompressSummary | None
     tokens: CompressTokens
     within_budget: bool
     near_field: list[str]
@@ -440,7 +466,7 @@ class CompressResponse(TypedDict):
     folded: list[CompressFolded]
     omitted: list[CompressOmitted]
     tool_results: list[CompressToolResult]
-    skipped: dict[str, Any] | None
+    skipped: CompressSkipped | None
     language: str
     notes: list[str]
     degraded: list[str]
@@ -449,7 +475,7 @@ class CompressResponse(TypedDict):
 # --- review ---------------------------------------------------------------------------------
 
 
-class DeletionRequestIn(TypedDict, total=False):
+class DeletionRequestIn(TypedDict, total=False, closed=True):
     reason: str
 
 
