@@ -201,6 +201,7 @@ def load(run: str, users: int, items_per_user: int, cards: int, turns: list[str]
     vectors.flush()
     print(f"long-term: {cards:,} cards in {time.perf_counter() - started:.0f}s")
     state = ROOT / "var" / f"bench-recall-{run}.json"
+    state.parent.mkdir(exist_ok=True)
     state.write_text(json.dumps({"secrets": secrets, "users": users}))
     return secrets
 
