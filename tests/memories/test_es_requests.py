@@ -1,13 +1,16 @@
 """The requests the card and history adapters send to Elasticsearch, call by call.
 
-`es_requests.json` holds the requests the adapters sent when their mappings and queries were
-hand-written dicts; the `elasticsearch.dsl` builders must send the same ones. Each call runs
+`es_requests.json` holds the requests the adapters sent, and what each call returned, when
+their mappings and queries were hand-written dicts; the `elasticsearch.dsl` builders must send
+the same requests and get the same answers. Each call runs
 against the real stand-in (so it must accept every body), through a client whose transport
 records what goes over the wire. Set ES_REQUESTS_RECORD=1 to rewrite the file.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -195,17 +198,34 @@ def history_calls(index: ElasticsearchHistoryIndex) -> dict[str, Any]:
     }
 
 
+def answer(value: Any, prefix: str) -> Any:
+    """What a call returned, as JSON with the run's names replaced."""
+
+    def plain(item: Any) -> Any:
+        return dataclasses.asdict(item) if dataclasses.is_dataclass(item) else str(item)
+
+    text = json.dumps(value, default=plain, sort_keys=True).replace(prefix, "{prefix}")
+    text = re.sub(r"-v1-\d{13}", "-v1-{ms}", text)
+    plain_value = json.loads(text)
+    if isinstance(plain_value, list | dict) and len(plain_value) > 12:  # a scan: its digest
+        return {"count": len(plain_value), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    return plain_value
+
+
 def sent_by(calls: dict[str, Any], client: Elasticsearch, prefix: str) -> dict[str, Any]:
     transport: RecordingTransport = client.transport  # type: ignore[assignment]
     recorded: dict[str, Any] = {}
     for name, call in calls.items():
         transport.sent = []
-        call()
-        recorded[name] = [
-            request(method, target, body, prefix)
-            for method, target, body in transport.sent
-            if not target.endswith("/_bulk")  # card and entry writes, not mappings or queries
-        ]
+        returned = answer(call(), prefix)
+        recorded[name] = {
+            "answer": returned,
+            "requests": [
+                request(method, target, body, prefix)
+                for method, target, body in transport.sent
+                if "/_bulk" not in target  # card and entry writes, not mappings or queries
+            ],
+        }
     return recorded
 
 
@@ -238,5 +258,6 @@ def test_the_adapters_send_the_recorded_requests(recording_client) -> None:
     expected = json.loads(RECORDED.read_text())
     for store in ("cards", "history"):
         assert sorted(sent[store]) == sorted(expected[store])
-        for name, requests in expected[store].items():
-            assert sent[store][name] == requests, f"{store}: {name}"
+        for name, recorded in expected[store].items():
+            assert sent[store][name]["requests"] == recorded["requests"], f"{store}: {name}"
+            assert sent[store][name]["answer"] == recorded["answer"], f"{store}: {name}"
