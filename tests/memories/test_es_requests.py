@@ -49,9 +49,18 @@ def _source_keys(value: Any) -> list[str]:
     return sorted(value.split(",")) if isinstance(value, str) else sorted(value)
 
 
+def _short_sort(entry: Any) -> Any:
+    if isinstance(entry, dict) and len(entry) == 1:
+        ((field, order),) = entry.items()
+        if isinstance(order, dict) and list(order) == ["order"]:
+            return {field: order["order"]}
+    return entry
+
+
 def canonical(value: Any) -> Any:
     """Order-free where Elasticsearch ignores order: keys, and the clauses of a bool query.
-    Empty bool clauses are dropped (an empty `must_not` excludes nothing)."""
+    Empty bool clauses are dropped (an empty `must_not` excludes nothing), and a sort on a field
+    is written in its short form (`{"f": "asc"}` is `{"f": {"order": "asc"}}`)."""
     if isinstance(value, dict):
         result = {}
         for key, item in value.items():
@@ -59,6 +68,8 @@ def canonical(value: Any) -> Any:
                 if not item:
                     continue
                 item = sorted((canonical(c) for c in item), key=lambda c: json.dumps(c))
+            elif key == "sort" and isinstance(item, list):
+                item = [_short_sort(canonical(entry)) for entry in item]
             else:
                 item = canonical(item)
             result[key] = item
@@ -202,7 +213,9 @@ def answer(value: Any, prefix: str) -> Any:
     """What a call returned, as JSON with the run's names replaced."""
 
     def plain(item: Any) -> Any:
-        return dataclasses.asdict(item) if dataclasses.is_dataclass(item) else str(item)
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+            return dataclasses.asdict(item)
+        return str(item)
 
     text = json.dumps(value, default=plain, sort_keys=True).replace(prefix, "{prefix}")
     text = re.sub(r"-v1-\d{13}", "-v1-{ms}", text)
