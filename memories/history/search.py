@@ -61,9 +61,6 @@ class HistoryMapping(Document):
         dynamic = MetaField("strict")
 
 
-HISTORY_MAPPING: dict[str, Any] = HistoryMapping._doc_type.mapping.to_dict()
-
-
 def history_index_definition(name: str) -> Index:
     """The settings and mapping of the versioned history index."""
     index = Index(name)
