@@ -1,7 +1,8 @@
 """Elasticsearch side of episodic history: one index of history entries behind an alias.
 
 Only this module imports `elasticsearch` in the history package. A separate index from the
-cards: history entries are what was said, not reviewed knowledge. Calls stay within the
+cards: history entries are what was said, not reviewed knowledge. The mapping is an
+`elasticsearch.dsl` Document and every query a `Search`/`Q` object. Calls stay within the
 portable core of the API (bulk, bool/match/term/terms/range, delete_by_query, search_after).
 """
 
@@ -13,6 +14,9 @@ from typing import Any
 
 from django.conf import settings
 from elasticsearch import ApiError, Elasticsearch, TransportError, helpers
+from elasticsearch.dsl import Date, Document, Index, Keyword, Long, MetaField, Q, Search, Text
+from elasticsearch.dsl.query import Query
+from elasticsearch.dsl.response import Hit
 
 from memories.history.documents import HistoryDocument, HistoryMatch, HistoryScope
 from memoryproject.elasticsearch import elasticsearch_client
@@ -33,26 +37,36 @@ STORED_FIELDS = [
     "context",
 ]
 
-HISTORY_MAPPING: dict[str, Any] = {
-    "dynamic": "strict",
-    "properties": {
-        "entry_id": {"type": "keyword"},
-        "tenant_id": {"type": "keyword"},
-        "user_id": {"type": "keyword"},
-        "session_id": {"type": "keyword"},
-        "session_pk": {"type": "long"},
-        "seq": {"type": "long"},
-        "event_id": {"type": "keyword"},
-        "role": {"type": "keyword"},
-        "occurred_at": {"type": "date"},
-        # Shown to the caller, not searched: the BM25 terms below are.
-        "text": {"type": "text", "index": False},
-        "context": {"type": "text", "index": False},
-        # Normalised by the service (segmented Chinese, stemmed English), as for the cards.
-        "bm25_text": {"type": "text", "analyzer": "whitespace"},
-        "bm25_context": {"type": "text", "analyzer": "whitespace"},
-    },
-}
+
+class HistoryMapping(Document):
+    """The fields of a history entry document, as the history index is created with them."""
+
+    entry_id = Keyword()
+    tenant_id = Keyword()
+    user_id = Keyword()
+    session_id = Keyword()
+    session_pk = Long()
+    seq = Long()
+    event_id = Keyword()
+    role = Keyword()
+    occurred_at = Date()
+    # Shown to the caller, not searched: the BM25 terms below are.
+    text = Text(index=False)
+    context = Text(index=False)
+    # Normalised by the service (segmented Chinese, stemmed English), as for the cards.
+    bm25_text = Text(analyzer="whitespace")
+    bm25_context = Text(analyzer="whitespace")
+
+    class Meta:
+        dynamic = MetaField("strict")
+
+
+def history_index_definition(name: str) -> Index:
+    """The settings and mapping of the versioned history index."""
+    index = Index(name)
+    index.settings(number_of_shards=1, number_of_replicas=0)
+    index.document(HistoryMapping)
+    return index
 
 
 def _unavailable(exc: Exception) -> StoreUnavailable:
@@ -72,11 +86,7 @@ class ElasticsearchHistoryIndex:
         done = []
         try:
             if not self._client.indices.exists(index=self.index):
-                self._client.indices.create(
-                    index=self.index,
-                    settings={"number_of_shards": 1, "number_of_replicas": 0},
-                    mappings=HISTORY_MAPPING,
-                )
+                history_index_definition(self.index).create(using=self._client)
                 done.append(f"index {self.index}")
             if not self._client.indices.exists_alias(name=self.alias):
                 self._client.indices.put_alias(index=self.index, name=self.alias)
@@ -101,6 +111,10 @@ class ElasticsearchHistoryIndex:
 
     def _with_timeout(self, timeout: float | None) -> Elasticsearch:
         return self._client.options(request_timeout=timeout) if timeout else self._client
+
+    def _entries(self, timeout: float | None = None) -> Search:
+        """A search of the alias, sent through the timed client (with its own timeout)."""
+        return Search(using=self._with_timeout(timeout), index=self.alias)
 
     # --- writes ------------------------------------------------------------------------------
     def upsert(self, *, documents: Sequence[HistoryDocument]) -> None:
@@ -133,35 +147,26 @@ class ElasticsearchHistoryIndex:
                 f"Elasticsearch refused {len(failures)} history writes: {failures[0]}"
             )
 
-    def _delete_where(self, query: dict[str, Any]) -> int:
+    def _delete_where(self, query: Query) -> int:
+        search = self._entries().query(query).params(refresh=True, conflicts="proceed")
         try:
-            response = self._client.delete_by_query(
-                index=self.alias, query=query, refresh=True, conflicts="proceed"
-            )
+            response = search.delete()
         except (ApiError, TransportError) as exc:
             raise _unavailable(exc) from exc
-        return int(response.get("deleted", 0))
+        return int(response.to_dict().get("deleted", 0))
 
     def remove_ids(self, *, ids: Sequence[str]) -> int:
         """Delete entries by id; returns how many were deleted."""
-        return self._delete_where({"terms": {"entry_id": list(ids)}}) if ids else 0
+        return self._delete_where(Q("terms", entry_id=list(ids))) if ids else 0
 
     def remove_user(self, *, tenant_id: str, user_id: str) -> int:
         """Delete every entry of one end user; returns how many were deleted."""
-        return self._delete_where(
-            {
-                "bool": {
-                    "filter": [{"term": {"tenant_id": tenant_id}}, {"term": {"user_id": user_id}}]
-                }
-            }
-        )
+        return self._delete_where(Q("bool", filter=_owner(tenant_id, user_id)))
 
     def remove_tenant(self, *, tenant_id: str, keep_sessions: Sequence[int] | None = None) -> int:
         """Delete the tenant's entries (all, or those of sessions not in `keep_sessions`)."""
-        query: dict[str, Any] = {"bool": {"filter": [{"term": {"tenant_id": tenant_id}}]}}
-        if keep_sessions is not None:
-            query["bool"]["must_not"] = [{"terms": {"session_pk": list(keep_sessions)}}]
-        return self._delete_where(query)
+        kept = [] if keep_sessions is None else [Q("terms", session_pk=list(keep_sessions))]
+        return self._delete_where(Q("bool", filter=[Q("term", tenant_id=tenant_id)], must_not=kept))
 
     # --- reads ---------------------------------------------------------------------------------
     def search(
@@ -176,118 +181,114 @@ class ElasticsearchHistoryIndex:
         """BM25 over the entry's own terms, plus its context's terms at a lower weight."""
         if not text.strip():
             return []
-        should: list[dict[str, Any]] = [{"match": {"bm25_text": {"query": text}}}]
+        should = [Q("match", bm25_text={"query": text})]
         if context_weight > 0:
-            should.append(
-                {"match": {"bm25_context": {"query": text, "boost": float(context_weight)}}}
+            should.append(Q("match", bm25_context={"query": text, "boost": float(context_weight)}))
+        search = (
+            self._entries(timeout)
+            .query(
+                Q(
+                    "bool",
+                    should=should,
+                    minimum_should_match=1,
+                    filter=_filters(scope),
+                    must_not=_exclusions(scope),
+                )
             )
+            .extra(size=limit)
+            .source(includes=STORED_FIELDS)
+        )
         try:
-            response = self._with_timeout(timeout).search(
-                index=self.alias,
-                query={
-                    "bool": {
-                        "should": should,
-                        "minimum_should_match": 1,
-                        "filter": _filters(scope),
-                        "must_not": _exclusions(scope),
-                    }
-                },
-                size=limit,
-                source_includes=STORED_FIELDS,
-            )
+            response = search.execute()
         except (ApiError, TransportError) as exc:
             raise _unavailable(exc) from exc
         return [
-            HistoryMatch(h["_id"], float(h["_score"] or 0.0), h["_source"])
-            for h in response["hits"]["hits"]
+            HistoryMatch(hit.meta.id, float(hit.meta.score or 0.0), hit.to_dict())
+            for hit in response
         ]
 
-    def _ids(self, query: dict[str, Any], limit: int) -> list[str]:
+    def _ids(self, query: Query, limit: int) -> list[str]:
+        search = (
+            self._entries()
+            .query(query)
+            .extra(size=limit)
+            .source(False)
+            .sort({"entry_id": {"order": "asc"}})
+        )
         try:
-            response = self._client.search(
-                index=self.alias, query=query, size=limit, source=False, sort=[{"entry_id": "asc"}]
-            )
+            response = search.execute()
         except (ApiError, TransportError) as exc:
             raise _unavailable(exc) from exc
-        return [hit["_id"] for hit in response["hits"]["hits"]]
+        return [hit.meta.id for hit in response]
 
     def ids_where(
         self, *, tenant_id: str, ids: Sequence[str] = (), user_id: str = "", limit: int = 10000
     ) -> list[str]:
         """Ids of the tenant's stored entries among `ids`, or of one user."""
-        filters: list[dict[str, Any]] = [{"term": {"tenant_id": tenant_id}}]
+        filters = [Q("term", tenant_id=tenant_id)]
         if ids:
-            filters.append({"terms": {"entry_id": list(ids)}})
+            filters.append(Q("terms", entry_id=list(ids)))
         if user_id:
-            filters.append({"term": {"user_id": user_id}})
-        return self._ids({"bool": {"filter": filters}}, limit)
+            filters.append(Q("term", user_id=user_id))
+        return self._ids(Q("bool", filter=filters), limit)
 
     def count_where(self, *, tenant_id: str, user_id: str = "") -> int:
-        filters: list[dict[str, Any]] = [{"term": {"tenant_id": tenant_id}}]
-        if user_id:
-            filters.append({"term": {"user_id": user_id}})
+        filters = _owner(tenant_id, user_id) if user_id else [Q("term", tenant_id=tenant_id)]
         try:
-            response = self._client.count(index=self.alias, query={"bool": {"filter": filters}})
+            return self._entries().query(Q("bool", filter=filters)).count()
         except (ApiError, TransportError) as exc:
             raise _unavailable(exc) from exc
-        return int(response["count"])
 
     def entries_of(self, *, tenant_id: str, user_id: str) -> Iterator[dict[str, Any]]:
         """Every stored entry of one end user (its fields), in entry_id order."""
-        query = {
-            "bool": {"filter": [{"term": {"tenant_id": tenant_id}}, {"term": {"user_id": user_id}}]}
-        }
-        for hit in self._scan(query, STORED_FIELDS):
-            yield hit["_source"]
+        for hit in self._scan(Q("bool", filter=_owner(tenant_id, user_id)), STORED_FIELDS):
+            yield hit.to_dict()
 
     def stored(self, *, tenant_id: str | None = None) -> Iterator[tuple[str, int]]:
         """(entry_id, session_pk) of every stored entry (of one tenant), in entry_id order."""
-        query: dict[str, Any] = (
-            {"term": {"tenant_id": tenant_id}} if tenant_id is not None else {"match_all": {}}
-        )
+        query = Q("term", tenant_id=tenant_id) if tenant_id is not None else Q("match_all")
         for hit in self._scan(query, ["session_pk"]):
-            yield hit["_id"], int(hit["_source"]["session_pk"])
+            yield hit.meta.id, int(hit.session_pk)
 
-    def _scan(self, query: dict[str, Any], fields: list[str]) -> Iterator[dict[str, Any]]:
-        after: list[Any] | None = None
+    def _scan(self, query: Query, fields: list[str]) -> Iterator[Hit]:
+        page = (
+            self._entries()
+            .query(query)
+            .sort({"entry_id": {"order": "asc"}})
+            .source(includes=fields)
+            .extra(size=1000)
+        )
         while True:
             try:
-                response = self._client.search(
-                    index=self.alias,
-                    query=query,
-                    sort=[{"entry_id": "asc"}],
-                    source_includes=fields,
-                    size=1000,
-                    search_after=after,
-                )
+                response = page.execute()
             except (ApiError, TransportError) as exc:
                 raise _unavailable(exc) from exc
-            hits = response["hits"]["hits"]
-            yield from hits
-            if len(hits) < 1000:
+            yield from response
+            if len(response.hits) < 1000:
                 return
-            after = hits[-1]["sort"]
+            page = page.search_after()
 
 
-def _filters(scope: HistoryScope) -> list[dict[str, Any]]:
-    filters: list[dict[str, Any]] = [
-        {"term": {"tenant_id": scope.tenant_id}},
-        {"term": {"user_id": scope.user_id}},
-    ]
+def _owner(tenant_id: str, user_id: str) -> list[Query]:
+    return [Q("term", tenant_id=tenant_id), Q("term", user_id=user_id)]
+
+
+def _filters(scope: HistoryScope) -> list[Query]:
+    filters = _owner(scope.tenant_id, scope.user_id)
     window: dict[str, str] = {}
     if scope.since is not None:
         window["gte"] = scope.since.isoformat()
     if scope.until is not None:
         window["lte"] = scope.until.isoformat()
     if window:
-        filters.append({"range": {"occurred_at": window}})
+        filters.append(Q("range", occurred_at=window))
     return filters
 
 
-def _exclusions(scope: HistoryScope) -> list[dict[str, Any]]:
+def _exclusions(scope: HistoryScope) -> list[Query]:
     if not scope.exclude_session_id:
         return []
-    return [{"term": {"session_id": scope.exclude_session_id}}]
+    return [Q("term", session_id=scope.exclude_session_id)]
 
 
 @cache

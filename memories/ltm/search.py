@@ -1,8 +1,9 @@
 """Elasticsearch side of long-term memory: one index of memory cards behind an alias.
 
-Only this module imports `elasticsearch`. Calls stay within the portable core of the API
-(templates, aliases, bulk, bool/match/term queries) so the same code runs on Elasticsearch 8/9
-and on the local stand-in.
+Only this module imports `elasticsearch`. The mapping is an `elasticsearch.dsl` Document and
+every query a `Search`/`Q` object. Calls stay within the portable core of the API (templates,
+aliases, bulk, bool/match/term queries) so the same code runs on Elasticsearch 8/9 and on the
+local stand-in.
 """
 
 from __future__ import annotations
@@ -14,6 +15,19 @@ from typing import Any, Protocol
 
 from django.conf import settings
 from elasticsearch import ApiError, Elasticsearch, TransportError, helpers
+from elasticsearch.dsl import (
+    Date,
+    Document,
+    Float,
+    Index,
+    Integer,
+    Keyword,
+    MetaField,
+    Q,
+    Search,
+    Text,
+)
+from elasticsearch.dsl.query import Query
 
 from memories.ltm.scope import CardDocument, Hit, Scope
 from memoryproject.elasticsearch import elasticsearch_client
@@ -21,34 +35,47 @@ from memoryproject.errors import StoreUnavailable
 
 INDEX_VERSION = 1
 
-CARD_MAPPING: dict[str, Any] = {
-    "dynamic": "strict",
-    "properties": {
-        "memory_id": {"type": "keyword"},
-        "tenant_id": {"type": "keyword"},
-        "user_id": {"type": "keyword"},
-        "project_id": {"type": "keyword"},
-        "memory_type": {"type": "keyword"},
-        "title": {"type": "text"},
-        "summary": {"type": "text"},
-        "content": {"type": "text"},
-        "entities": {"type": "keyword"},
-        "tags": {"type": "keyword"},
-        "source_type": {"type": "keyword"},
-        "source_refs": {"type": "keyword"},
-        # Normalised by the service (segmented Chinese, stemmed English), so only whitespace
-        # splitting is needed here and ranking does not depend on installed analyzers.
-        "bm25_text": {"type": "text", "analyzer": "whitespace"},
-        "created_at": {"type": "date"},
-        "updated_at": {"type": "date"},
-        "occurred_at": {"type": "date"},
-        "importance": {"type": "float"},
-        "confidence": {"type": "float"},
-        "access_count": {"type": "integer"},
-        "status": {"type": "keyword"},
-        "version": {"type": "integer"},
-    },
-}
+
+class CardMapping(Document):
+    """The fields of a card document; every versioned card index is created with them."""
+
+    memory_id = Keyword()
+    tenant_id = Keyword()
+    user_id = Keyword()
+    project_id = Keyword()
+    memory_type = Keyword()
+    title = Text()
+    summary = Text()
+    content = Text()
+    entities = Keyword(multi=True)
+    tags = Keyword(multi=True)
+    source_type = Keyword()
+    source_refs = Keyword(multi=True)
+    # Normalised by the service (segmented Chinese, stemmed English), so only whitespace
+    # splitting is needed here and ranking does not depend on installed analyzers.
+    bm25_text = Text(analyzer="whitespace")
+    created_at = Date()
+    updated_at = Date()
+    occurred_at = Date()
+    importance = Float()
+    confidence = Float()
+    access_count = Integer()
+    status = Keyword()
+    version = Integer()
+
+    class Meta:
+        dynamic = MetaField("strict")
+
+
+CARD_MAPPING: dict[str, Any] = CardMapping._doc_type.mapping.to_dict()
+
+
+def card_index_definition(name: str) -> Index:
+    """The settings and mapping of a card index (or, named by a pattern, of its template)."""
+    index = Index(name)
+    index.settings(number_of_shards=1, number_of_replicas=0)
+    index.document(CardMapping)
+    return index
 
 
 class CardSearchIndex(Protocol):
@@ -88,14 +115,9 @@ class ElasticsearchCardIndex:
         """Create the template, the versioned index and its alias where missing."""
         done = []
         try:
-            self._client.indices.put_index_template(
-                name=self.template,
-                index_patterns=[f"{self.alias}-v*"],
-                template={
-                    "settings": {"number_of_shards": 1, "number_of_replicas": 0},
-                    "mappings": CARD_MAPPING,
-                },
-            )
+            card_index_definition(self.alias).as_composable_template(
+                self.template, f"{self.alias}-v*"
+            ).save(using=self._client)
             done.append(f"index template {self.template}")
             if not self._client.indices.exists_alias(name=self.alias):
                 if not self._client.indices.exists(index=self.first_index):
@@ -132,6 +154,18 @@ class ElasticsearchCardIndex:
     def _with_timeout(self, timeout: float | None) -> Elasticsearch:
         return self._client.options(request_timeout=timeout) if timeout else self._client
 
+    def _cards(self, timeout: float | None = None) -> Search:
+        """A search of the alias, sent through the timed client (with its own timeout)."""
+        return Search(using=self._with_timeout(timeout), index=self.alias)
+
+    def _delete_where(self, query: Query) -> int:
+        search = self._cards().query(query).params(refresh=True, conflicts="proceed")
+        try:
+            response = search.delete()
+        except (ApiError, TransportError) as exc:
+            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        return int(response.to_dict().get("deleted", 0))
+
     # --- writes ------------------------------------------------------------------------------
     def upsert(self, *, documents: Sequence[CardDocument], index: str | None = None) -> None:
         """Index card versions; an older version than the stored one is ignored (external
@@ -165,86 +199,50 @@ class ElasticsearchCardIndex:
 
     def remove_user(self, *, tenant_id: str, user_id: str) -> int:
         """Delete every card document of one end user, whatever its version; returns count."""
-        try:
-            response = self._client.delete_by_query(
-                index=self.alias,
-                query={
-                    "bool": {
-                        "filter": [
-                            {"term": {"tenant_id": tenant_id}},
-                            {"term": {"user_id": user_id}},
-                        ]
-                    }
-                },
-                refresh=True,
-                conflicts="proceed",
-            )
-        except (ApiError, TransportError) as exc:
-            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
-        return int(response.get("deleted", 0))
+        return self._delete_where(
+            Q("bool", filter=[Q("term", tenant_id=tenant_id), Q("term", user_id=user_id)])
+        )
 
     def remove_tenant(self, *, tenant_id: str) -> int:
         """Delete every card document of a (deleted) tenant, whatever its version; returns count."""
-        try:
-            response = self._client.delete_by_query(
-                index=self.alias,
-                query={"bool": {"filter": [{"term": {"tenant_id": tenant_id}}]}},
-                refresh=True,
-                conflicts="proceed",
-            )
-        except (ApiError, TransportError) as exc:
-            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
-        return int(response.get("deleted", 0))
+        return self._delete_where(Q("bool", filter=[Q("term", tenant_id=tenant_id)]))
 
     def remove_ids(self, *, ids: Sequence[str]) -> int:
         """Delete card documents by memory_id, whatever their version; returns how many."""
-        if not ids:
-            return 0
-        try:
-            response = self._client.delete_by_query(
-                index=self.alias,
-                query={"terms": {"memory_id": list(ids)}},
-                refresh=True,
-                conflicts="proceed",
-            )
-        except (ApiError, TransportError) as exc:
-            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
-        return int(response.get("deleted", 0))
+        return self._delete_where(Q("terms", memory_id=list(ids))) if ids else 0
 
     def ids_where(self, *, tenant_id: str, ids: Sequence[str] = (), user_id: str = "") -> list[str]:
         """Ids of the tenant's stored cards among `ids`, or of one user (any status)."""
-        filters: list[dict[str, Any]] = [{"term": {"tenant_id": tenant_id}}]
+        filters = [Q("term", tenant_id=tenant_id)]
         if ids:
-            filters.append({"terms": {"memory_id": list(ids)}})
+            filters.append(Q("terms", memory_id=list(ids)))
         if user_id:
-            filters.append({"term": {"user_id": user_id}})
+            filters.append(Q("term", user_id=user_id))
+        search = self._cards().query(Q("bool", filter=filters)).extra(size=10000).source(False)
         try:
-            response = self._client.search(
-                index=self.alias, query={"bool": {"filter": filters}}, size=10000, source=False
-            )
+            response = search.execute()
         except (ApiError, TransportError) as exc:
             raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
-        return [hit["_id"] for hit in response["hits"]["hits"]]
+        return [hit.meta.id for hit in response]
 
     def matching_texts(
         self, *, tenant_id: str, text: str, limit: int = 10
     ) -> dict[str, dict[str, Any]]:
         """The tenant's cards (any status) best matching `text` lexically, with their fields."""
+        query = Q(
+            "bool", must=[Q("match", bm25_text=text)], filter=[Q("term", tenant_id=tenant_id)]
+        )
+        search = (
+            self._cards()
+            .query(query)
+            .extra(size=limit)
+            .source(includes=["title", "summary", "content", "user_id"])
+        )
         try:
-            response = self._client.search(
-                index=self.alias,
-                query={
-                    "bool": {
-                        "must": [{"match": {"bm25_text": text}}],
-                        "filter": [{"term": {"tenant_id": tenant_id}}],
-                    }
-                },
-                size=limit,
-                source_includes=["title", "summary", "content", "user_id"],
-            )
+            response = search.execute()
         except (ApiError, TransportError) as exc:
             raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
-        return {hit["_id"]: hit["_source"] for hit in response["hits"]["hits"]}
+        return {hit.meta.id: hit.to_dict() for hit in response}
 
     def _bulk(self, actions: list[dict[str, Any]]) -> None:
         if not actions:
@@ -272,18 +270,17 @@ class ElasticsearchCardIndex:
         """BM25 over `bm25_text` (already normalised by the caller) within the scope."""
         if not text.strip():
             return []
+        search = (
+            self._cards(timeout)
+            .query(Q("bool", must=[Q("match", bm25_text=text)], filter=_filters(scope)))
+            .extra(size=limit)
+            .source(False)
+        )
         try:
-            response = self._with_timeout(timeout).search(
-                index=self.alias,
-                query={
-                    "bool": {"must": [{"match": {"bm25_text": text}}], "filter": _filters(scope)}
-                },
-                size=limit,
-                source=False,
-            )
+            response = search.execute()
         except (ApiError, TransportError) as exc:
             raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
-        return [Hit(h["_id"], float(h["_score"] or 0.0)) for h in response["hits"]["hits"]]
+        return [Hit(hit.meta.id, float(hit.meta.score or 0.0)) for hit in response]
 
     def get_many(
         self, *, ids: Sequence[str], timeout: float | None = None
@@ -299,25 +296,23 @@ class ElasticsearchCardIndex:
 
     def versions(self) -> Iterator[tuple[str, int]]:
         """(memory_id, version) of every stored card, in memory_id order."""
-        after: list[Any] | None = None
+        page = (
+            self._cards()
+            .query(Q("match_all"))
+            .sort({"memory_id": {"order": "asc"}})
+            .source(includes=["version"])
+            .extra(size=1000)
+        )
         while True:
             try:
-                response = self._client.search(
-                    index=self.alias,
-                    query={"match_all": {}},
-                    sort=[{"memory_id": "asc"}],
-                    source_includes=["version"],
-                    size=1000,
-                    search_after=after,
-                )
+                response = page.execute()
             except (ApiError, TransportError) as exc:
                 raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
-            hits = response["hits"]["hits"]
-            for hit in hits:
-                yield hit["_id"], int(hit["_source"]["version"])
-            if len(hits) < 1000:
+            for hit in response:
+                yield hit.meta.id, int(hit.version)
+            if len(response.hits) < 1000:
                 return
-            after = hits[-1]["sort"]
+            page = page.search_after()
 
     # --- rebuilds ------------------------------------------------------------------------------
     def new_index(self) -> str:
@@ -350,17 +345,14 @@ class ElasticsearchCardIndex:
         return current
 
 
-def _filters(scope: Scope) -> list[dict[str, Any]]:
-    filters: list[dict[str, Any]] = [
-        {"term": {"tenant_id": scope.tenant_id}},
-        {"terms": {"status": list(scope.statuses)}},
-    ]
+def _filters(scope: Scope) -> list[Query]:
+    filters = [Q("term", tenant_id=scope.tenant_id), Q("terms", status=list(scope.statuses))]
     if scope.user_ids is not None:
-        filters.append({"terms": {"user_id": [*scope.user_ids, ""]}})
+        filters.append(Q("terms", user_id=[*scope.user_ids, ""]))
     if scope.project_id is not None:
-        filters.append({"terms": {"project_id": [scope.project_id, ""]}})
+        filters.append(Q("terms", project_id=[scope.project_id, ""]))
     if scope.memory_types:
-        filters.append({"terms": {"memory_type": list(scope.memory_types)}})
+        filters.append(Q("terms", memory_type=list(scope.memory_types)))
     return filters
 
 
