@@ -15,6 +15,8 @@ from memories.vocabulary import default_vocabulary
 from memories.write.candidates import Candidate
 from memories.write.extractors import ExtractionContext, RuleExtractor
 from memories.write.statements import clauses_of
+from profiles.services import preference_set
+from tests.factories import EndUserFactory
 
 QUICKSTART = "Hi! Please remember that I deploy everything with Terraform and I like short answers."
 
@@ -180,3 +182,31 @@ def test_a_proposal_with_and_i_is_one_statement(
     (item,) = stm_items_for(tenant=tenant, user_id="u_prop", limit=50).items
     assert item.summary == proposal["summary"]
     assert item.memory_type == "fact"
+
+
+@pytest.mark.django_db
+def test_the_fact_is_recalled_though_the_profile_holds_another_answer_style(
+    tenant, owner: APIClient, django_capture_on_commit_callbacks
+) -> None:
+    # Given a PostgreSQL profile whose answer style differs from the one the user states
+    user = EndUserFactory(tenant=tenant, external_id="u_pg")
+    preference_set(end_user=user, key="preference.answer_style", value="brief_first")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = owner.post(
+            reverse("transcripts:events", kwargs={"session_id": "s_pg"}),
+            {"user_id": "u_pg", "events": [{"role": "user", "content": QUICKSTART}]},
+            format="json",
+        )
+    assert response.status_code in (200, 201), response.json()
+
+    # When a later turn of the session refers back to it
+    body = owner.post(
+        reverse("memories:recall"),
+        {"user_id": "u_pg", "session_id": "s_pg", "query": "As I said, how do I deploy it?"},
+        format="json",
+    ).json()
+
+    # Then the Terraform fact is injected, and the conflicting preference is no standing rule
+    assert "I deploy everything with Terraform" in body["injection_text"]
+    standing = body["constraints_block"].get("standing", [])
+    assert all("short answers" not in rule["text"] for rule in standing)
