@@ -15,7 +15,7 @@ from memories.write.statements import (
     REMEMBERED_CONFIDENCE,
     Kind,
     Reading,
-    read_sentence,
+    read_clauses,
     sentences_with_ends,
     weight_of,
     without_leads,
@@ -163,19 +163,19 @@ class RuleExtractor:
     def _sentences(
         self, event: Mapping[str, Any], context: ExtractionContext, *, by_user: bool
     ) -> tuple[list[Candidate], bool]:
-        """One candidate at most per sentence of a conversational message, and whether the
+        """One candidate at most per clause of a conversational message, and whether the
         message holds a bare request to remember (one that names nothing itself)."""
         vocabulary = context.vocabulary
         found = []
         bare_request = False
         for sentence, end in split_sentences_with_ends(_text(event.get("content"))):
-            reading = read_sentence(sentence, vocabulary, end=end, by_user=by_user)
-            if reading.kind:
-                found.append(_sentence_candidate(sentence, reading, event, context))
-            elif reading.remember and _is_bare_remember(reading.text, vocabulary):
-                bare_request = True
-            elif reading.remember and not _is_filler(reading.text, vocabulary):
-                found.append(_remembered_fact(event, sentence, event, context, reading))
+            for clause, reading in read_clauses(sentence, vocabulary, end=end, by_user=by_user):
+                if reading.kind:
+                    found.append(_sentence_candidate(clause, reading, event, context))
+                elif reading.remember and _is_bare_remember(reading.text, vocabulary):
+                    bare_request = True
+                elif reading.remember and not _is_filler(reading.text, vocabulary):
+                    found.append(_remembered_fact(event, clause, event, context, reading))
         return found, bare_request
 
     def _tool(self, event: Mapping[str, Any], context: ExtractionContext) -> Candidate | None:

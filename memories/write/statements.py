@@ -1,8 +1,9 @@
 """Reading one sentence: what kind of statement it is, why, and the key it fills.
 
 Both write paths use this reading, so a statement is judged the same way whether the rule
-extractor finds it in a transcript or an agent submits it as a proposal. Every word list and
-pattern is a vocabulary kind (tenant-extensible); the reading keeps the reason it gives.
+extractor finds it in a transcript or an agent submits it as a proposal. Only a transcript's
+sentence is split into clauses first: a proposal is one statement by construction. Every word
+list and pattern is a vocabulary kind (tenant-extensible); the reading keeps the reason it gives.
 """
 
 from __future__ import annotations
@@ -57,6 +58,35 @@ def sentences_with_ends(text: str) -> list[tuple[str, str]]:
         start = match.end()
     found.append((text[start:].strip(), ""))
     return [(sentence, end) for sentence, end in found if sentence]
+
+
+def clauses_of(sentence: str, vocabulary: Vocabulary) -> list[str]:
+    """The clauses of a sentence of a transcript, split where a `clause_break` starts a new
+    first-person clause (", and I ...", "，我…"), each stripped.
+
+    A break counts only when the part before it holds a `clause_subject` of its own and is
+    no `clause_dependent`, so "Tom and I went hiking" and "If I can and I have time, ..."
+    stay whole.
+    """
+    breaks = sorted(
+        (match.start(), match.end())
+        for pattern in vocabulary.patterns.get("clause_break", ())
+        for match in pattern.finditer(sentence)
+        if match.end() > match.start()
+    )
+    clauses = []
+    start = 0
+    for break_start, break_end in breaks:
+        if break_start < start:
+            continue  # two patterns matched the same break
+        part = sentence[start:break_start].strip(LEAD_PUNCTUATION)
+        if vocabulary.matches("clause_subject", part) and not vocabulary.matches(
+            "clause_dependent", without_leads(part, vocabulary)
+        ):
+            clauses.append(part)
+            start = break_end
+    clauses.append(sentence[start:].strip(LEAD_PUNCTUATION))
+    return [clause for clause in clauses if clause]
 
 
 def weight_of(text: str) -> int:
@@ -134,6 +164,28 @@ def read_sentence(
     hedged = vocabulary.matches("hedge", text)
     reading = _read(text, vocabulary, end=end, hedged=hedged, by_user=by_user)
     return replace(reading, text=text, hedged=hedged, remember=remember)
+
+
+def read_clauses(
+    sentence: str, vocabulary: Vocabulary, *, end: str = "", by_user: bool = True
+) -> list[tuple[str, Reading]]:
+    """Each clause of a transcript sentence with its reading.
+
+    A remember request in the first clause ("Please remember that I ... and I ...") asks to
+    remember every statement of the sentence. Only the last clause carries the sentence's
+    end, so a closing question mark does not turn the clauses before it into questions.
+    """
+    clauses = clauses_of(sentence, vocabulary)
+    if len(clauses) <= 1:
+        return [(sentence, read_sentence(sentence, vocabulary, end=end, by_user=by_user))]
+    last = len(clauses) - 1
+    readings = [
+        read_sentence(clause, vocabulary, end=end if index == last else "", by_user=by_user)
+        for index, clause in enumerate(clauses)
+    ]
+    if readings[0].remember:
+        readings = [replace(r, remember=True) if r.kind else r for r in readings]
+    return list(zip(clauses, readings, strict=True))
 
 
 def _read(text: str, vocabulary: Vocabulary, *, end: str, hedged: bool, by_user: bool) -> Reading:

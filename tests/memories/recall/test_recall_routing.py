@@ -65,6 +65,7 @@ def test_the_design_example_profile() -> None:
         # need_redis: references, an active task with a task intent, recent entity overlap
         ("这个怎么办", FRESH, False, True, False),
         ("and that one?", FRESH, False, True, False),
+        ("As I said, how do I deploy it?", FRESH, False, True, False),
         ("what is the next step?", TASK, False, True, False),
         ("createOrder 呢", TASK, False, True, False),
         # need_ltm: similarity, fuzzy history
