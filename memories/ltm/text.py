@@ -40,10 +40,21 @@ def _stemmer() -> snowballstemmer.stemmer:
     return stemmer
 
 
-@lru_cache(maxsize=65536)
+# Recall stems and segments the texts of a hundred or more memories per request, and their
+# words and phrases repeat: remembering each one's result turns most of that time into lookups.
+# Only short ones are remembered, so a pasted blob cannot fill the caches' memory.
+CACHED_WORD_CHARS = 40
+CACHED_RUN_CHARS = 64
+
+
 def _stem(word: str) -> str:
-    # Recall stems the texts of a hundred or more memories per request, and their words repeat:
-    # remembering each word's stem turns most of that time into dictionary lookups.
+    if len(word) > CACHED_WORD_CHARS:
+        return _stemmer().stemWord(word)
+    return _cached_stem(word)
+
+
+@lru_cache(maxsize=65536)
+def _cached_stem(word: str) -> str:
     return _stemmer().stemWord(word)
 
 
@@ -54,9 +65,15 @@ def _latin_terms(text: str) -> list[str]:
     return [_stem(word) for word in tokens + parts]
 
 
-@lru_cache(maxsize=16384)
 def _segmented(run: str) -> tuple[str, ...]:
-    """The words of one run of Chinese characters, for search (segmentation is costly too)."""
+    """The words of one run of Chinese characters, for search."""
+    if len(run) > CACHED_RUN_CHARS:
+        return tuple(jieba.lcut_for_search(run))
+    return _cached_segments(run)
+
+
+@lru_cache(maxsize=16384)
+def _cached_segments(run: str) -> tuple[str, ...]:
     return tuple(jieba.lcut_for_search(run))
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from memories.ltm.text import bm25_terms
+from memories.ltm.text import _cached_segments, _cached_stem, _stemmer, bm25_terms
 
 
 def _wait_policy_after_load(environ: dict[str, str]) -> str:
@@ -51,3 +51,13 @@ def test_cached_stems_and_segments_give_the_same_terms_again():
     assert first == bm25_terms(text)
     assert "research" in first and "agenc" in first
     assert "支持" in first
+
+
+def test_long_words_and_runs_are_read_without_filling_the_caches():
+    before = (_cached_stem.cache_info().currsize, _cached_segments.cache_info().currsize)
+    word = "researching" * 10
+    run = "我们上周去了支持小组然后一起讨论了领养机构的事情" * 5
+    terms = bm25_terms(f"{word} {run}")
+    assert _stemmer().stemWord(word) in terms and "支持" in terms
+    after = (_cached_stem.cache_info().currsize, _cached_segments.cache_info().currsize)
+    assert after == before
