@@ -46,13 +46,17 @@ class StrictSerializer(serializers.Serializer):
 
 
 class StrictCharField(serializers.CharField):
-    """A CharField that refuses numbers, booleans and objects instead of stringifying them."""
+    """A CharField that refuses numbers, booleans and objects instead of stringifying them,
+    and holds the text as sent to its maximum length (the schema's `maxLength`): DRF checks
+    the length only after trimming, so a long text ending in spaces would pass."""
 
     default_error_messages = {"not_a_string": "Must be a string."}
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("not_a_string")
+        if self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
         return super().to_internal_value(data)
 
 

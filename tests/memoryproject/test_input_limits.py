@@ -597,3 +597,19 @@ def test_a_deletion_request_without_a_body_is_accepted(owner: APIClient, tenant)
     response = owner.post(FORGET)
     assert response.status_code == 202, response.content
     assert DeletionRequest.objects.filter(tenant=tenant, target="u_1").count() == 1
+
+
+@pytest.mark.parametrize("padding", [" ", "\x1c", "\u3000"])
+def test_a_text_is_held_to_its_maximum_length_as_sent_not_as_trimmed(
+    owner: APIClient, tenant, padding: str
+) -> None:
+    # The schema's maxLength describes the text as sent; trimming it first let a reason of the
+    # maximum length followed by spaces (or characters Python counts as spaces) through.
+    EndUser.objects.create(tenant=tenant, external_id="u_1")
+    before = snapshot()
+    body = {"reason": "r" * 2000 + padding * 5}
+    error = assert_refused(send(owner, "POST", FORGET, body), 400, "invalid", "reason")
+    assert "2000" in error["fields"]["reason"][0]
+    assert_unchanged(before)
+    accepted = owner.post(FORGET, {"reason": "r" * 2000}, format="json")
+    assert accepted.status_code == 202, accepted.content
