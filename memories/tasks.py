@@ -17,11 +17,12 @@ from memories.review.tasks import (
     tenant_purges_resume_task,
 )
 from memories.stm.tasks import stm_expire_sweep_task
-from memories.write.tasks import stm_extract_catch_up_task, stm_extract_task
+from memories.write.tasks import stm_extract_catch_up_task, stm_extract_task, stm_vectors_task
 
 __all__ = [
     "stm_extract_task",
     "stm_extract_catch_up_task",
+    "stm_vectors_task",
     "stm_expire_sweep_task",
     "ltm_outbox_drain_task",
     "ltm_forget_task",

@@ -44,6 +44,7 @@ def stm_base(owner: Owner) -> str:
     {base}:expire           zset id -> expires_at
     {base}:fp               hash fingerprint -> id
     {base}:ck               hash canonical fact key -> id
+    {base}:vec              hash id -> the item's embedding (float16 bytes), set by the worker
     """
     return f"{_prefix()}:stm:{{{owner.tag}}}"
 

@@ -47,6 +47,7 @@ class HistoryHit:
     score: float  # fused score, higher is closer, in [0, 1] (1 = best of this search)
     lexical_rank: int | None  # 1-based rank in the BM25 branch, None if absent
     vector_rank: int | None  # 1-based rank in the vector branch, None if absent
+    cosine: float | None = None  # the vector branch's own score (cosine), None if absent
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,7 @@ def _fuse(answers: dict[str, list[HistoryMatch]], *, mode: str, k: int) -> list[
     scores: dict[str, float] = {}
     ranks: dict[str, dict[str, int]] = {}
     fields: dict[str, dict[str, Any]] = {}
+    cosines: dict[str, float] = {}
     for name, matches in answers.items():
         for rank, match in enumerate(matches, start=1):
             if mode == "hybrid":
@@ -172,6 +174,8 @@ def _fuse(answers: dict[str, list[HistoryMatch]], *, mode: str, k: int) -> list[
             scores[match.entry_id] = scores.get(match.entry_id, 0.0) + gain
             ranks.setdefault(match.entry_id, {})[name] = rank
             fields.setdefault(match.entry_id, match.fields)
+            if name == "vector":
+                cosines[match.entry_id] = float(match.score)
     ranked = sorted(scores, key=lambda entry_id: (-scores[entry_id], entry_id))[:k]
     best = scores[ranked[0]] if ranked and scores[ranked[0]] > 0 else 1.0
     hits = []
@@ -189,6 +193,7 @@ def _fuse(answers: dict[str, list[HistoryMatch]], *, mode: str, k: int) -> list[
                 score=round(min(scores[entry_id] / best, 1.0), 6),
                 lexical_rank=ranks[entry_id].get("lexical"),
                 vector_rank=ranks[entry_id].get("vector"),
+                cosine=cosines.get(entry_id),
             )
         )
     return hits

@@ -4,9 +4,10 @@
    into the query profile; every branch starts for a query with content terms (or one a rule
    routes), the time-window branches too when the window is an explicit date.
 2. `settle_route` (after Layer 2): the best coverage of the content terms among the lexical hits
-   decides whether the user's memory holds the query (the relevance floor); routing is decided
-   again with that, and a relative time window is re-anchored at the newest memory found when
-   the request time lies past everything the user said (see `timefilter.py`).
+   (the relevance floor), or a vector hit close enough in meaning (`semantic.py`), decides
+   whether the user's memory holds the query; routing is decided again with that, and a
+   relative time window is re-anchored at the newest memory found when the request time lies
+   past everything the user said (see `timefilter.py`).
 3. `memory_candidates`: the routed sources' branches, fused, as pool candidates.
 """
 
@@ -21,8 +22,9 @@ from memories.recall.branches import FusedHit, Fusion, MemorySearch, card_text
 from memories.recall.history import history_candidate
 from memories.recall.pool import MemoryCandidate, ltm_candidate
 from memories.recall.query_profile import Intent, QueryProfile
-from memories.recall.relevance import best_holding, content_terms, query_names
+from memories.recall.relevance import Alternates, best_holding, content_terms, query_names
 from memories.recall.routing import Route, route
+from memories.recall.semantic import SEMANTIC_MARGIN, margins
 from memories.recall.timefilter import TimeQuery, TimeWindow, parse_time_query, reanchor
 from profiles.models import Tenant
 
@@ -36,11 +38,6 @@ POLICY_DEFAULTS: dict[str, Any] = {
     "time_boost": 0.5,
     "history_depth": 30,
 }
-
-
-# A hit only the vector branch found must be at least this close to the branch's best (the
-# vector branch always answers, even for a query nothing in memory is about).
-VECTOR_ONLY_RATIO = 0.9
 
 
 # A hit only the vector branch found must be at least this close to the branch's best (the
@@ -59,6 +56,7 @@ class Asking:
     time_query: TimeQuery
     floor: float
     depth: int
+    alternates: Alternates | None = None
 
     @property
     def window(self) -> TimeWindow | None:
@@ -78,6 +76,8 @@ def start_asking(
     forced_layers: Collection[str],
     has_history: bool,
     now: datetime | None = None,
+    alternates: Alternates | None = None,
+    related_words: Collection[str] = (),
 ) -> Asking:
     profile.content_terms = content_terms(query)
     time_query = parse_time_query(query, now=now or datetime.now(UTC))
@@ -109,6 +109,7 @@ def start_asking(
         ),
         ltm=ltm_on,
         history=history_on,
+        related_words=list(related_words),
     )
     search.start_lexical()
     # The vector branches start at once too, before the lexical answer says whether they are
@@ -118,7 +119,9 @@ def start_asking(
     window = time_query.window
     if window is not None and not window.relative:
         search.start_window(window)  # explicit dates never move
-    return Asking(search=search, time_query=time_query, floor=floor, depth=depth)
+    return Asking(
+        search=search, time_query=time_query, floor=floor, depth=depth, alternates=alternates
+    )
 
 
 def settle_route(
@@ -140,11 +143,14 @@ def settle_route(
         if history_result:
             texts.extend((h.entry_id, f"{h.text} {h.context}") for h in history_result.hits)
             newest = max((h.occurred_at for h in history_result.hits), default=None)
-        holding = best_holding(profile.content_terms, texts)
+        holding = best_holding(profile.content_terms, texts, asking.alternates)
         names = query_names(query, profile.entities)
         profile.memory_holds = holding.holds(asking.floor, names)
         profile.holding_share = holding.share
         profile.held_terms = list(holding.terms)
+        if not profile.memory_holds:
+            profile.semantic_margin = _closest_margin(search)
+            profile.memory_close = profile.semantic_margin >= SEMANTIC_MARGIN
     decided = route(profile, forced_layers=forced_layers)
     if search is not None and (decided.ltm or decided.history):
         search.start_lexical()
@@ -156,6 +162,16 @@ def settle_route(
             if asking.time_query.window is not None:
                 search.start_window(asking.time_query.window)
     return decided
+
+
+def _closest_margin(search: MemorySearch) -> float:
+    """How far the closest card or history entry in meaning lies above the query's background."""
+    vector = search.query_vector()
+    if vector is None:
+        return 0.0
+    found = search.nearest_cosines()
+    best = max((cosine for hits in found.values() for _, cosine in hits[:1]), default=None)
+    return margins(vector, [best])[0] if best is not None else 0.0
 
 
 def memory_candidates(
@@ -176,7 +192,7 @@ def memory_candidates(
         fail(layer, "branch failed or was too slow")
     timings.update(found.timings_ms)
     left_out: list[tuple[str, str, str]] = []
-    strict = bool(profile.content_terms) and not profile.memory_holds
+    strict = bool(profile.content_terms) and not (profile.memory_holds or profile.memory_close)
     best = {
         "ltm": max((f.similarity for f in found.ltm), default=0.0),
         "history": max((f.similarity for f in found.history), default=0.0),

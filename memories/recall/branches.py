@@ -11,7 +11,7 @@ branches start as soon as a layer is routed. Fusion is weighted Reciprocal Rank 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -56,6 +56,7 @@ class FusedHit:
     ranks: dict[str, int]
     hit: Any  # LtmHit or HistoryHit
     similarity: float = 0.0  # the vector branch's own score (0 when it did not find it)
+    cosine: float = 0.0  # the query's cosine to it (0 when the vector branch did not find it)
 
 
 @dataclass
@@ -80,6 +81,8 @@ def fuse(branches: dict[str, list[tuple[str, Any]]], fusion: Fusion) -> list[Fus
                 entry.similarity = max(
                     entry.similarity, float(own if own is not None else hit.score)
                 )
+                cosine = getattr(hit, "cosine", None)
+                entry.cosine = max(entry.cosine, float(cosine if cosine is not None else hit.score))
     return sorted(fused.values(), key=lambda h: (-h.score, h.key))
 
 
@@ -98,9 +101,12 @@ class MemorySearch:
         fusion: Fusion,
         ltm: bool,
         history: bool,
+        related_words: Sequence[str] = (),
     ) -> None:
         self._tenant, self._user_id, self._session_id = tenant, user_id, session_id
         self._query, self._project, self._depth = query, project, depth
+        # The lexical branches look for the words related to the query's too (relevance.py).
+        self._lexical_query = " ".join([query, *related_words])
         self._fusion, self._ltm_on, self._history_on = fusion, ltm, history
         self._window: TimeWindow | None = None
         self._started = time.perf_counter()
@@ -154,6 +160,36 @@ class MemorySearch:
         if history is not None:
             failed.extend(d for d in history.degraded if d not in failed)
         return answers.get("ltm.lexical"), history, failed
+
+    def nearest_cosines(self) -> dict[str, list[tuple[str, float]]]:
+        """The vector branches' hits as (key, cosine) per source, best first; waits for them
+        (a source whose branch was not started or failed has none)."""
+        names: list[str] = [n for n in ("ltm.vector", "history.vector") if n in self._futures]
+        answers, _ = self._wait(names)
+        found: dict[str, list[tuple[str, float]]] = {}
+        for name, result in answers.items():
+            source = name.split(".", 1)[0]
+            if source == "ltm":
+                found[source] = [
+                    (h.memory_id, float(h.vector_score if h.vector_score is not None else h.score))
+                    for h in result.hits
+                ]
+            else:
+                found[source] = [
+                    (h.entry_id, float(h.cosine)) for h in result.hits if h.cosine is not None
+                ]
+        return found
+
+    def query_vector(self) -> list[float] | None:
+        """The query's embedding once computed; None when no vector branch started or the
+        embedding failed or was too slow."""
+        if self._embedding is None:
+            return None
+        remaining = settings.RECALL_LTM_TIMEOUT_SECONDS - (time.perf_counter() - self._started)
+        try:
+            return self._embedding.result(timeout=max(0.0, remaining))
+        except (FutureTimeout, StoreUnavailable):
+            return None
 
     def collect(self, *, ltm: bool, history: bool) -> Found:
         """Every started branch of the sources wanted, fused per source."""
@@ -216,7 +252,7 @@ class MemorySearch:
     def _ltm(self, mode: str, vector: list[float] | None) -> LtmSearchResult:
         return ltm_search(
             tenant=self._tenant,
-            query=self._query,
+            query=self._lexical_query if mode == "lexical" else self._query,
             mode=mode,
             k=self._depth,
             top_n=self._depth,
@@ -231,7 +267,7 @@ class MemorySearch:
         return history_search(
             tenant=self._tenant,
             user_id=self._user_id,
-            query=self._query,
+            query=self._lexical_query if mode == "lexical" else self._query,
             k=self._depth,
             since=window.start if window else None,
             until=window.end if window else None,

@@ -22,6 +22,7 @@ REDIS_DOMAINS = ("task_state", "session_state", "current_decision")
 NEAR_DUPLICATE_SIMILARITY = 0.9
 HISTORY_CONTAINMENT = 0.8  # share of a memory's trigrams a history text holds to say the same
 CARD_TEXT_CHARS = 600  # a card's text in the injection before any shortening
+CLOSE_IN_MEANING = 0.75  # the word overlap a short-term item close in meaning counts as
 
 # Short-term memory types map onto the design's Redis-owned domains.
 _STM_TYPE_DOMAINS = {
@@ -100,11 +101,19 @@ def query_terms(text: str) -> set[str]:
 
 
 def stm_candidate(
-    item: StmItem, *, terms: set[str], entities: Sequence[str], task_id: str, session_id: str
+    item: StmItem,
+    *,
+    terms: set[str],
+    entities: Sequence[str],
+    task_id: str,
+    session_id: str,
+    close: bool = False,
 ) -> MemoryCandidate:
     text = item.summary
     item_terms = query_terms(" ".join((text, item.fact_value, " ".join(item.entities))))
     overlap = len(terms & item_terms) / len(terms) if terms else 0.0
+    if close:  # close to the query in meaning: as relevant as holding most of its words
+        overlap = max(overlap, CLOSE_IN_MEANING)
     wanted = {e.lower() for e in entities}
     entity_hits = sum(1 for e in item.entities if e.lower() in wanted)
     # Lexical overlap first; being about the same task, session or entities adds context.

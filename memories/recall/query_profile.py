@@ -72,6 +72,10 @@ class QueryProfile:
     holding_share: float = 0.0
     held_terms: list[str] = field(default_factory=list)
     user_items_matched: int = 0  # the user's live items (any session) holding the query
+    user_items_close: int = 0  # of those, how many only by meaning (semantic.py)
+    related_terms: list[str] = field(default_factory=list)  # content terms with related words
+    memory_close: bool = False  # a card or history entry is close in meaning (semantic.py)
+    semantic_margin: float = 0.0  # its cosine above the query's background
     time: dict[str, Any] = field(default_factory=dict)  # the time window the query names
 
     def as_dict(self) -> dict[str, Any]:

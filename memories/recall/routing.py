@@ -46,8 +46,13 @@ def route(profile: QueryProfile, *, forced_layers: Collection[str] = ()) -> Rout
             profile.recent_entity_overlap > 0,
         ),
         (
-            f"{profile.user_items_matched} live items of the user hold the query's terms",
-            profile.user_items_matched > 0,
+            f"{profile.user_items_matched - profile.user_items_close} live items of the user "
+            "hold the query's terms",
+            profile.user_items_matched > profile.user_items_close,
+        ),
+        (
+            f"{profile.user_items_close} live items of the user are close to the query in meaning",
+            profile.user_items_close > 0,
         ),
     )
     holds = (
@@ -76,6 +81,11 @@ def route(profile: QueryProfile, *, forced_layers: Collection[str] = ()) -> Rout
         ),
         # A question about the user's past: its content terms are in the user's memory.
         holds,
+        (
+            f"the user's memory is close to the query in meaning "
+            f"({profile.semantic_margin:+.3f} above its background)",
+            profile.memory_close,
+        ),
     )
     # History answers whatever long-term memory is asked for, as its fallback.
     history_reasons = list(ltm_reasons)
@@ -103,7 +113,8 @@ def route(profile: QueryProfile, *, forced_layers: Collection[str] = ()) -> Rout
     elif not decided.ltm and profile.content_terms:
         floor = (
             f"below the relevance floor: the user's memory holds "
-            f"{profile.holding_share:.0%} of {', '.join(profile.content_terms)}"
+            f"{profile.holding_share:.0%} of {', '.join(profile.content_terms)}, and nothing in "
+            f"it is close in meaning ({profile.semantic_margin:+.3f} above the background)"
         )
         decided.declined["ltm"] = decided.declined["history"] = [floor]
     elif not decided.ltm:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 from django.db import DatabaseError
 
 from memories.ltm.selectors import card_weights
@@ -45,8 +46,15 @@ from memories.recall.pool import (
     stm_candidate,
 )
 from memories.recall.query_profile import QueryProfile, RuntimeState, build_query_profile
-from memories.recall.relevance import content_terms, query_names
+from memories.recall.relevance import (
+    Alternates,
+    content_terms,
+    query_names,
+    related_terms,
+    related_words,
+)
 from memories.recall.routing import LAYERS, Route, route
+from memories.recall.semantic import SEMANTIC_MARGIN, cosines, margins
 from memories.recall.standing import standing_indexes, standing_rules, user_matches
 from memories.stm.items import StmItem
 from memories.stm.store import now_seconds, recall_stm_store
@@ -149,9 +157,13 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         policy=policy,
         forced_layers=request.layers,
         has_history=layer1.owner is not None and bool(policy.get("history_enabled", True)),
+        alternates=routed.alternates,
+        related_words=related_words(profile.content_terms, layer1.vocabulary),
     )
     blocks = _blocks(tenant, request, layer1, decided, trace)
-    stm_candidates = _stm_candidates(request, layer1.owner, routed, policy, trace)
+    close = _close_items(request, layer1.owner, routed, asking, trace)
+    decided = routed.decided
+    stm_candidates = _stm_candidates(request, layer1.owner, routed, policy, trace, close)
     ltm_candidates, history_candidates = _memory_candidates(
         tenant, request, asking, profile, decided, policy, trace
     )
@@ -229,6 +241,7 @@ class _Routed:
     profile: QueryProfile
     matched: list[StmItem]  # the user's newest live items that match the query
     decided: Route
+    alternates: Alternates = field(default_factory=dict)
 
 
 def _routed(request: RecallRequest, layer1: _Layer1, trace: _Trace) -> _Routed:
@@ -254,6 +267,8 @@ def _routed(request: RecallRequest, layer1: _Layer1, trace: _Trace) -> _Routed:
     )
     # The user's newest live items, from any session, matched against the query (bounded).
     profile.content_terms = content_terms(request.query)
+    alternates = related_terms(profile.content_terms, layer1.vocabulary)
+    profile.related_terms = list(alternates)
     floor = float(policy_value(policy, "relevance_floor"))
     matched = user_matches(
         list(probe.user_items.values()),
@@ -261,9 +276,52 @@ def _routed(request: RecallRequest, layer1: _Layer1, trace: _Trace) -> _Routed:
         floor=floor,
         names=query_names(request.query, profile.entities),
         now=now_seconds(),
+        alternates=alternates,
     )
     profile.user_items_matched = len(matched)
-    return _Routed(probe, profile, matched, route(profile, forced_layers=request.layers))
+    decided = route(profile, forced_layers=request.layers)
+    return _Routed(probe, profile, matched, decided, alternates)
+
+
+def _close_items(
+    request: RecallRequest,
+    owner: Owner | None,
+    routed: _Routed,
+    asking: Asking,
+    trace: _Trace,
+) -> dict[str, float]:
+    """The user's newest live items close to the query in meaning (item id -> margin above
+    the query's background); they join the matched items and route Layer 2 as they do.
+
+    Only when long-term memory is being asked anyway: its query embedding is shared, and a task
+    step the rules answer embeds nothing."""
+    search = asking.search
+    items = {**routed.probe.user_items, **routed.probe.items}
+    if search is None or owner is None or not items or "redis" in trace.degraded:
+        return {}
+    started = time.perf_counter()
+    try:
+        stored = recall_stm_store().vectors_of(owner=owner, item_ids=list(items))
+    except StoreUnavailable as exc:
+        trace.fail("redis", _why(exc))
+        return {}
+    finally:
+        trace.timed("redis", started)
+    vector = search.query_vector() if stored else None
+    if vector is None:
+        return {}
+    ids = list(stored)
+    rows = np.frombuffer(b"".join(stored[i] for i in ids), dtype=np.float16).reshape(len(ids), -1)
+    scored = margins(vector, cosines(vector, rows.astype(np.float32)))
+    close = {i: m for i, m in zip(ids, scored, strict=True) if m >= SEMANTIC_MARGIN}
+    known = {item.id for item in routed.matched}
+    added = [items[i] for i in close if i not in known and i in routed.probe.user_items]
+    if added:
+        routed.matched.extend(added)
+        routed.profile.user_items_matched += len(added)
+        routed.profile.user_items_close += len(added)
+        routed.decided = route(routed.profile, forced_layers=request.layers)
+    return close
 
 
 def _blocks(
@@ -292,6 +350,7 @@ def _stm_candidates(
     routed: _Routed,
     policy: dict[str, Any],
     trace: _Trace,
+    close: dict[str, float],
 ) -> list[MemoryCandidate]:
     """Layer 2's candidates; marks the profile when they fall short, so Layer 3 is asked."""
     decided, profile = routed.decided, routed.profile
@@ -307,6 +366,7 @@ def _stm_candidates(
                 entities=profile.entities,
                 task_id=profile.active_task_id,
                 session_id=request.session_id,
+                close=item.id in close,
             )
             for item in items
         ]

@@ -4,7 +4,8 @@ A live constraint or preference is the user's current rule whatever the session 
 so the newest of them (at most `STANDING_PER_TYPE` of each) always reach the blocks
 (`constraints_block.standing`, one line each in the profile section). Beyond the session, task
 and entity indexes, the query is matched against the user's newest `USER_PROBE` live items;
-those holding enough of its content terms join the pool as short-term candidates.
+those holding enough of its content terms (or close enough in meaning, `semantic.py`) join the
+pool as short-term candidates.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from memories.facts import normalise_fact
-from memories.recall.relevance import holds
+from memories.recall.relevance import Alternates, holds
 from memories.stm.items import StmItem
 
 STANDING_TYPES = ("constraint", "preference")
@@ -63,13 +64,23 @@ def standing_rules(
 
 
 def user_matches(
-    items: Sequence[StmItem], *, terms: Sequence[str], floor: float, names: set[str], now: float
+    items: Sequence[StmItem],
+    *,
+    terms: Sequence[str],
+    floor: float,
+    names: set[str],
+    now: float,
+    alternates: Alternates | None = None,
 ) -> list[StmItem]:
     """The user's live items (from any session) that hold the query: at least `floor` of its
-    content terms, and two of them or a name (`relevance.py`)."""
+    content terms, and two of them, a name or its only one (`relevance.py`)."""
     if not terms:
         return []
-    anchors = [_anchor(term) for term in terms]
+    alternates = alternates or {}
+    anchors = [
+        {_anchor(term), *(_anchor(t) for members in alternates.get(term, ()) for t in members)}
+        for term in terms
+    ]
     matched = []
     for item in items:
         if not item.is_live(now):
@@ -78,9 +89,10 @@ def user_matches(
         # Segmenting and stemming 100 texts per recall is most of its own time; a text that
         # cannot hold enough terms even by their first letters is left out before that.
         lowered = text.lower()
-        if sum(anchor in lowered for anchor in anchors) < floor * len(terms):
+        present = sum(any(anchor in lowered for anchor in own) for own in anchors)
+        if present < floor * len(terms):
             continue
-        if holds(terms, text, floor=floor, names=names):
+        if holds(terms, text, floor=floor, names=names, alternates=alternates):
             matched.append(item)
     return matched
 

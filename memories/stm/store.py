@@ -23,7 +23,7 @@ from memoryproject.redis_client import recall_redis_connection, redis_connection
 from memoryproject.redis_keys import Owner
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
-SCRIPT_NAMES = ("upsert", "delete", "sweep", "touch", "undo")
+SCRIPT_NAMES = ("upsert", "delete", "sweep", "touch", "undo", "vectors")
 INDEX_NAMES = ("session", "task", "entity", "type")
 
 
@@ -141,6 +141,27 @@ class RedisShortTermStore:
         except RedisError as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
         return bool(deleted)
+
+    def set_vectors(self, *, owner: Owner, vectors: Sequence[tuple[str, str, bytes]]) -> int:
+        """Keep (item id, SHA1 of the summary embedded, vector bytes) for items whose summary
+        is still that one; returns how many were kept. They go with their item."""
+        if not vectors:
+            return 0
+        args = [part for row in vectors for part in row]
+        try:
+            return int(self._scripts["vectors"](keys=[keys.stm_base(owner)], args=args))
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+
+    def vectors_of(self, *, owner: Owner, item_ids: Sequence[str]) -> dict[str, bytes]:
+        """The stored embeddings of these items (those that have one)."""
+        if not item_ids:
+            return {}
+        try:
+            rows = self._client.hmget(f"{keys.stm_base(owner)}:vec", list(item_ids))
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+        return {item_id: row for item_id, row in zip(item_ids, rows, strict=True) if row}
 
     def sweep_owner(self, *, owner: Owner, now: float, limit: int) -> tuple[int, bool]:
         """Delete up to `limit` expired items of one user; returns (removed, more_due)."""

@@ -21,6 +21,7 @@ from memories.write.candidates import Candidate
 from memories.write.policy import Decision, ExistingState, PolicySettings, decide, policy_for
 from memories.write.redaction import RedactedCandidate, redact_candidate
 from memories.write.statements import proposal_read
+from memories.write.vectors import stm_vectors_schedule
 from memoryproject.errors import Invalid, StoreUnavailable
 from memoryproject.metrics import count_refusal
 from memoryproject.redis_keys import Owner
@@ -132,6 +133,14 @@ def proposals_submit(
     for redaction, (decision, _, _) in zip(redacted_all, decided, strict=True):
         if not decision.accepted:
             count_refusal(source=redaction.candidate.source_kind, reason=decision.refusal)
+    stm_vectors_schedule(
+        tenant_id=tenant.pk,
+        items=[
+            (item.end_user_id, result.item_id)
+            for item, result in zip(to_write, written, strict=True)
+            if result.outcome != "unchanged"
+        ],
+    )
     return results
 
 

@@ -5,6 +5,8 @@ Each task keeps its name under `memories.tasks`, where the app registers them al
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 
 from memoryproject.errors import StoreUnavailable
@@ -39,3 +41,18 @@ def stm_extract_catch_up_task() -> str:
     for session_pk in lagging:
         stm_extract_task.delay(session_pk=session_pk)
     return f"enqueued {len(lagging)}"
+
+
+@shared_task(
+    name="memories.tasks.stm_vectors_task",
+    acks_late=True,
+    autoretry_for=(StoreUnavailable,),
+    retry_backoff=True,
+    max_retries=6,
+    soft_time_limit=60,
+)
+def stm_vectors_task(*, tenant_id: int, items: list[list[Any]]) -> str:
+    """Embed newly written short-term items for recall's comparison in meaning."""
+    from memories.write.vectors import stm_vectors_write
+
+    return stm_vectors_write(tenant_id=tenant_id, items=[(int(u), str(i)) for u, i in items])

@@ -98,6 +98,7 @@ end
 local function purge(item)
   unindex(item, false)
   redis.call('DEL', key('item', item.id))
+  redis.call('HDEL', key('vec'), item.id)
 end
 
 -- The user's earliest expiry ('' when nothing is left), for the global expiring registry.

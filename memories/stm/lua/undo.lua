@@ -10,8 +10,10 @@ for _, step in ipairs(cjson.decode(ARGV[1])) do
     local old = {}
     for i = 1, #step.restore, 2 do old[step.restore[i]] = step.restore[i + 1] end
     local current = load_for_purge(old.id)
+    local vector = redis.call('HGET', key('vec'), old.id)  -- of the summary put back
     if current then purge(current) end
     save(old)
+    if vector then redis.call('HSET', key('vec'), old.id, vector) end
     index(old, {
       sessions = list(old.sessions),
       entities = list(old.entities),

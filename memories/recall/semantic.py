@@ -1,0 +1,57 @@
+"""Closeness in meaning: is a memory about what the query asks, though it shares no word?
+
+A multilingual embedding puts every short text fairly close to every other (cosines of 0.75 to
+0.9 for unrelated pairs), and short or Chinese queries sit closer to everything than long English
+ones. So a memory's cosine is judged against a background: the mean of the query's three
+nearest among plain statements about no user in particular (`data/recall_reference.txt`). The
+memory is close in meaning when its cosine exceeds that background by `SEMANTIC_MARGIN`.
+
+The margin was chosen on the tuning part of the agent-question set and reported on its held-out
+part (`benchmarks/agent_questions.py`, docs/recall.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from memories.ltm.embedder import embedder
+
+REFERENCE_FILE = Path(__file__).resolve().parents[1] / "data" / "recall_reference.txt"
+BACKGROUND_NEAREST = 3
+SEMANTIC_MARGIN = 0.05
+
+
+@cache
+def _reference() -> np.ndarray:
+    lines = REFERENCE_FILE.read_text(encoding="utf-8").splitlines()
+    texts = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    return np.asarray(embedder().embed_passages(texts), dtype=np.float32)
+
+
+def warm_up() -> None:
+    """Embed the background statements now rather than in the first recall."""
+    _reference()
+
+
+def background(query: np.ndarray) -> float:
+    """The query's mean cosine to its nearest background statements."""
+    cosines = _reference() @ query
+    nearest = np.partition(cosines, -BACKGROUND_NEAREST)[-BACKGROUND_NEAREST:]
+    return float(nearest.mean())
+
+
+def margins(query: Sequence[float] | np.ndarray, cosines: Sequence[float]) -> list[float]:
+    """How far each cosine to the query lies above the query's background."""
+    base = background(np.asarray(query, dtype=np.float32))
+    return [round(float(c) - base, 4) for c in cosines]
+
+
+def cosines(query: Sequence[float] | np.ndarray, vectors: np.ndarray) -> list[float]:
+    """Cosines of normalised vectors (one per row) to the normalised query."""
+    if not len(vectors):
+        return []
+    return [float(c) for c in vectors @ np.asarray(query, dtype=np.float32)]

@@ -1,0 +1,140 @@
+"""Recall as agents ask: short questions in a new session, a category word for the thing named,
+meaning as well as words; through the API against the real stores, items embedded by the
+(eager) worker."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from memories.recall.relevance import best_holding, content_terms, related_terms
+from memories.stm.store import stm_store
+from memories.vocabulary import default_vocabulary
+from memoryproject.redis_keys import Owner
+from profiles.models import EndUser
+
+RECALL = reverse("memories:recall")
+
+
+def append(client: APIClient, session: str, user: str, texts: list[str], capture) -> None:
+    events = [
+        {"id": f"{session}-{n}", "role": "user", "content": text} for n, text in enumerate(texts)
+    ]
+    with capture(execute=True):
+        response = client.post(
+            reverse("transcripts:events", kwargs={"session_id": session}),
+            {"user_id": user, "events": events},
+            format="json",
+        )
+    assert response.status_code == 201, response.json()
+
+
+def recall(client: APIClient, query: str, *, user: str = "u_1", session: str = "s-new") -> dict:
+    body = {"user_id": user, "session_id": session, "query": query, "explain": True}
+    response = client.post(RECALL, body, format="json")
+    assert response.status_code == 200, response.json()
+    return response.json()
+
+
+def recalled_events(body: dict) -> set[str]:
+    return {
+        event_id
+        for item in body["items"]
+        for event_id in item["provenance"].get("message_ids", [])
+        + item["provenance"].get("event_ids", [])
+    }
+
+
+@pytest.fixture
+def said(owner: APIClient, django_capture_on_commit_callbacks) -> None:
+    append(
+        owner,
+        "s-1",
+        "u_1",
+        [
+            "Please remember that I deploy with Terraform.",
+            "We run everything on AWS.",
+            "My manager is called Priya Raman.",
+        ],
+        django_capture_on_commit_callbacks,
+    )
+    append(
+        owner,
+        "s-2",
+        "u_1",
+        ["请记住我们用 Terraform 部署。", "我家的狗叫豆豆。"],
+        django_capture_on_commit_callbacks,
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("query", "event"),
+    [
+        ("How do I deploy?", "s-1-0"),
+        ("Which cloud are we on?", "s-1-1"),
+        ("Who is my boss?", "s-1-2"),
+        ("我们怎么部署？", "s-2-0"),
+        ("我的宠物叫什么？", "s-2-1"),
+    ],
+)
+def test_a_short_question_in_a_new_session_recalls_what_was_said(
+    owner: APIClient, said: None, query: str, event: str
+) -> None:
+    # given statements made in earlier sessions; when a new session asks about one briefly
+    body = recall(owner, query)
+    # then that statement is injected
+    assert event in recalled_events(body), body["explain"]["routing"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "query",
+    ["What is the capital of Australia?", "Tell me a joke", "怎么做番茄炒蛋？", "讲个笑话吧"],
+)
+def test_an_unrelated_question_injects_nothing(owner: APIClient, said: None, query: str) -> None:
+    body = recall(owner, query)
+    assert body["items"] == [], body["explain"]["routing"]
+
+
+@pytest.mark.django_db
+def test_the_worker_embeds_each_item_and_the_vector_goes_with_it(
+    owner: APIClient, said: None, tenant
+) -> None:
+    end_user = EndUser.objects.get(tenant=tenant, external_id="u_1")
+    owner_key = Owner(tenant.pk, end_user.pk)
+    store = stm_store()
+    items = store.items_of(owner=owner_key)
+    assert items
+    vectors = store.vectors_of(owner=owner_key, item_ids=[i.id for i in items])
+    assert set(vectors) == {i.id for i in items}
+    assert all(len(v) == 384 * 2 for v in vectors.values())  # float16
+
+    deleted = owner.delete(reverse("memories:item", kwargs={"item_id": items[0].id}))
+    assert deleted.status_code == 204
+    assert items[0].id not in store.vectors_of(owner=owner_key, item_ids=[items[0].id])
+
+
+@pytest.mark.django_db
+def test_a_stranger_recalls_none_of_it(stranger: APIClient, said: None) -> None:
+    body = recall(stranger, "How do I deploy?")
+    assert body["items"] == []
+
+
+def test_a_category_word_is_held_by_the_thing_it_names_one_way_only() -> None:
+    vocabulary = default_vocabulary()
+    asked = content_terms("Which cloud do we use?")
+    holding = best_holding(asked, [("m", "We run on AWS")], related_terms(asked, vocabulary))
+    assert holding.holds(0.34)
+    # naming one thing does not reach its siblings
+    named = content_terms("Do we use GCP?")
+    holding = best_holding(named, [("m", "We run on AWS")], related_terms(named, vocabulary))
+    assert not holding.holds(0.34)
+
+
+def test_one_term_passes_alone_but_two_terms_need_two() -> None:
+    assert best_holding(["deploy"], [("m", "I deploy with Terraform")]).holds(0.34)
+    assert not best_holding(["deploy", "egg"], [("m", "I deploy with Terraform")]).holds(0.34)
+    # a longer or shorter form of the same English stem counts
+    assert best_holding(["allergi"], [("m", "I am allergic to peanuts")]).holds(0.34)
