@@ -38,6 +38,7 @@ COMMON_WORDS_FILE = Path(__file__).resolve().parents[1] / "data" / "recall_commo
 MIN_HELD_TERMS = 2  # content terms one memory must hold, unless one of them is a name
 MIN_STEM_CHARS = 5  # an English stem this long holds its longer forms ("allerg" → "allergi")
 RELATED_KIND = "related_terms"
+_PRONOUNS = ("我们", "你们", "我", "你")
 _WORDS = re.compile(r"[A-Za-z][\w'-]*")
 
 # term -> the term sets (one per related word or phrase) that hold it
@@ -54,10 +55,20 @@ def content_terms(query: str) -> list[str]:
     """The query's index terms that could name something a memory holds, once each."""
     common = _common_words()
     seen: dict[str, None] = {}
-    for term in bm25_terms(query):
+    for raw in bm25_terms(query):
+        term = _without_pronoun(raw)
         if term not in common and (len(term) > 1 or not term.isascii()):
             seen.setdefault(term, None)
     return list(seen)
+
+
+def _without_pronoun(term: str) -> str:
+    """A Chinese word the segmenter glued to the pronoun before it ("我住", "我们用") is the
+    word alone: the pronoun says nothing of what a memory holds."""
+    for pronoun in _PRONOUNS:
+        if len(term) > len(pronoun) and term.startswith(pronoun) and not term.isascii():
+            return term[len(pronoun) :]
+    return term
 
 
 def query_names(query: str, entities: Sequence[str] = ()) -> set[str]:
