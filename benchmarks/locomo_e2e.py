@@ -29,34 +29,34 @@ everything written is removed afterwards.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import re
-import signal
-import socket
 import statistics
-import subprocess
 import time
 import uuid
 from collections import Counter, defaultdict
 from datetime import timedelta
 from typing import Any
 
-from _setup import (
-    LOCOMO,
-    ROOT,
-    clear_prefix_keys,
-    django_setup,
-    evidence_ids,
-    session_names,
-    session_start,
-    turn_text,
+from _service import (
+    Api,
+    ServiceRun,
+    free_port,
+    percentile,
+    remove_everything,
+    server_timing,
+    start_service,
+    stop,
+    tenant_with_key,
+    wait_for_worker,
 )
+from _setup import LOCOMO, django_setup, evidence_ids, session_names, session_start, turn_text
 
 # A run's data lives under prefixes of its own; BENCH_E2E_RUN names an earlier run kept with
 # --keep, to ask its questions again without loading (--reuse).
 RUN = os.environ.get("BENCH_E2E_RUN") or uuid.uuid4().hex[:8]
+SERVICE = ServiceRun("bench-e2e", RUN)
 MODES = ("pipeline", "cards")
 KS = (5, 10)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -176,132 +176,6 @@ UNRELATED = [
 # --- the data ------------------------------------------------------------------------------------
 
 
-# --- HTTP ----------------------------------------------------------------------------------------
-class Api:
-    def __init__(self, port: int, secret: str) -> None:
-        self._port = port
-        self._headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
-        self._conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any, dict[str, str]]:
-        payload = json.dumps(body) if body is not None else None
-        for attempt in range(3):
-            try:
-                self._conn.request(method, path, body=payload, headers=self._headers)
-                response = self._conn.getresponse()
-                data = response.read()
-                break
-            except (ConnectionError, http.client.HTTPException):
-                if attempt == 2:
-                    raise
-                self._conn = http.client.HTTPConnection("127.0.0.1", self._port, timeout=120)
-        headers = {k.lower(): v for k, v in response.getheaders()}
-        return response.status, (json.loads(data) if data else None), headers
-
-    def ok(self, method: str, path: str, body: Any = None) -> Any:
-        status, data, _ = self.call(method, path, body)
-        if status >= 300:
-            raise SystemExit(f"{method} {path} answered {status}: {str(data)[:300]}")
-        return data
-
-
-# --- the service -------------------------------------------------------------------------------
-def settings_env() -> dict[str, str]:
-    return {
-        "REDIS_KEY_PREFIX": f"bench-e2e-{RUN}",
-        "ELASTICSEARCH_INDEX_PREFIX": f"bench-e2e-{RUN}",
-        "MILVUS_COLLECTION_PREFIX": f"bench_e2e_{RUN}",
-        "CELERY_QUEUE": f"bench-e2e-{RUN}",
-        "SECURE_COOKIES": "0",
-    }
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def start_service(port: int, workers: int) -> list[subprocess.Popen]:
-    env = {**os.environ, **settings_env()}
-    venv = ROOT / ".venv" / "bin"
-    logs = ROOT / "var"
-    logs.mkdir(exist_ok=True)
-    web = subprocess.Popen(
-        [str(venv / "gunicorn"), "memoryproject.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", str(workers), "--timeout", "120", "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-        stderr=(logs / "bench-e2e-web.log").open("w"),
-    )  # fmt: skip
-    worker = subprocess.Popen(
-        [str(venv / "celery"), "-A", "memoryproject", "worker", "--concurrency", "1",
-         "--loglevel", "WARNING"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-        stderr=(logs / "bench-e2e-worker.log").open("w"),
-    )  # fmt: skip
-    processes = [web, worker]
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                return processes
-        except OSError:
-            time.sleep(0.3)
-    stop(processes)
-    raise SystemExit("the service did not start; see var/bench-e2e-web.log")
-
-
-def stop(processes: list[subprocess.Popen]) -> None:
-    for process in processes:
-        process.send_signal(signal.SIGTERM)
-    for process in processes:
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-
-def worker_idle() -> bool:
-    """Nothing queued for this run's worker, nothing in flight, no card waiting for its
-    indexes, no transcript waiting for extraction."""
-    import redis
-    from django.conf import settings
-    from django.db.models import F
-
-    from memories.history.models import HistoryOutbox
-    from memories.ltm.models import LtmOutbox
-    from transcripts.models import Session
-
-    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    queued = broker.llen(settings.CELERY_TASK_DEFAULT_QUEUE)
-    in_flight = sum(
-        1 for raw in broker.hvals("unacked") if settings.CELERY_TASK_DEFAULT_QUEUE.encode() in raw
-    )
-    lagging = (
-        Session.objects.filter(tenant__slug__startswith=f"bench-e2e-{RUN}")
-        .exclude(extraction_cursor__extracted_seq__gte=F("event_count"))
-        .count()
-    )
-    outbox = LtmOutbox.objects.filter(card__tenant__slug__startswith=f"bench-e2e-{RUN}").count()
-    outbox += HistoryOutbox.objects.filter(
-        session__tenant__slug__startswith=f"bench-e2e-{RUN}"
-    ).count()
-    return queued == 0 and in_flight == 0 and lagging == 0 and outbox == 0
-
-
-def wait_for_worker(limit_seconds: float) -> float:
-    started = time.perf_counter()
-    calm = 0
-    while time.perf_counter() - started < limit_seconds:
-        calm = calm + 1 if worker_idle() else 0
-        if calm >= 3:
-            break
-        time.sleep(1)
-    return time.perf_counter() - started
-
-
 # --- loading ---------------------------------------------------------------------------------
 def load_pipeline(api: Api, conversations: list[dict]) -> int:
     events = 0
@@ -383,17 +257,7 @@ def ask(api: Api, user: str, query: str) -> tuple[dict, float, dict[str, float]]
     elapsed = (time.perf_counter() - began) * 1000
     if status != 200:
         raise SystemExit(f"recall answered {status}: {str(data)[:300]}")
-    timing = {}
-    for part in headers.get("server-timing", "").split(","):
-        if ";dur=" in part:
-            name, value = part.strip().split(";dur=")
-            timing[name] = float(value)
-    return data, elapsed, timing
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * share))]
+    return data, elapsed, server_timing(headers)
 
 
 def evaluate(api: Api, conversations: list[dict], limit: int) -> dict[str, Any]:
@@ -556,29 +420,22 @@ def main() -> None:
         "--remove", action="store_true", help="remove what BENCH_E2E_RUN's kept run wrote"
     )
     args = parser.parse_args()
-    django_setup(migrate=True, **settings_env())
+    django_setup(migrate=True, **SERVICE.env())
     if args.remove:
-        remove_everything()
+        remove_everything(SERVICE)
         return
     from memories.policies.models import RecallPolicy
     from memories.services import stores_ensure
-    from profiles.models import Tenant
-    from profiles.services import api_key_create, tenant_create
 
     conversations = json.loads(LOCOMO.read_text())
     stores_ensure()
     port = free_port()
-    processes = start_service(port, args.web_workers)
+    processes = start_service(SERVICE, port, args.web_workers)
     print(f"run {RUN}: service on port {port}, one worker")
     try:
         for mode in MODES if args.mode == "both" else (args.mode,):
-            slug = f"bench-e2e-{RUN}-{mode}"
-            if args.reuse:
-                tenant = Tenant.objects.get(slug=slug)
-            else:
-                tenant = tenant_create(slug=slug, name=f"LoCoMo e2e {mode}")
-            _, secret = api_key_create(
-                tenant=tenant, name="benchmark", scopes=["read", "write", "admin"]
+            tenant, secret = tenant_with_key(
+                slug=f"{SERVICE.prefix}-{mode}", name=f"LoCoMo e2e {mode}", reuse=args.reuse
             )
             api = Api(port, secret)
             began = time.perf_counter()
@@ -589,7 +446,7 @@ def main() -> None:
             else:
                 made = f"{load_cards(api, conversations)} cards imported"
             made += f" in {time.perf_counter() - began:.0f}s"
-            lag = wait_for_worker(limit_seconds=1800)
+            lag = wait_for_worker(SERVICE, limit_seconds=1800)
             for policy in json.loads(args.policies) if args.policies else [{}]:
                 if policy:
                     RecallPolicy.objects.update_or_create(tenant=tenant, defaults=policy)
@@ -611,28 +468,7 @@ def main() -> None:
         if args.keep:
             print(f"kept everything written: BENCH_E2E_RUN={RUN} ... --reuse asks again")
         else:
-            remove_everything()
-
-
-def remove_everything() -> None:
-    from memories.history.search import history_search_index
-    from memories.history.vectors import history_vector_index
-    from memories.ltm.search import card_search_index
-    from memories.ltm.vectors import vector_index
-    from profiles.models import Tenant
-    from profiles.services import tenant_delete
-
-    for index in (
-        card_search_index(),
-        vector_index(),
-        history_search_index(),
-        history_vector_index(),
-    ):
-        index.drop()
-    for tenant in Tenant.objects.filter(slug__startswith=f"bench-e2e-{RUN}"):
-        tenant_delete(tenant=tenant)
-    clear_prefix_keys()
-    print("removed everything written")
+            remove_everything(SERVICE)
 
 
 if __name__ == "__main__":
