@@ -60,10 +60,8 @@ def main() -> None:
         values = rows[(split, lang, kind)]
         return 100.0 * sum(v >= margin for v in values) / max(1, len(values))
 
-    print(
-        f"{'margin':>6}  "
-        + "  ".join(f"{s:>7}-{l}:found/unrel" for s in ("tune", "heldout") for l in ("en", "zh"))
-    )
+    parts = [(split, lang) for split in ("tune", "heldout") for lang in ("en", "zh")]
+    print(f"{'margin':>6}  " + "  ".join(f"{s:>7}-{lang}:found/unrel" for s, lang in parts))
     chosen = None
     for margin in GRID:
         cells = [
