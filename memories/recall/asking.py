@@ -24,7 +24,7 @@ from memories.recall.pool import MemoryCandidate, ltm_candidate
 from memories.recall.query_profile import Intent, QueryProfile
 from memories.recall.relevance import Alternates, best_holding, content_terms, query_names
 from memories.recall.routing import Route, route
-from memories.recall.semantic import SEMANTIC_MARGIN, margins
+from memories.recall.semantic import CONFIRMING_MARGIN, SEMANTIC_MARGIN, margins
 from memories.recall.timefilter import TimeQuery, TimeWindow, parse_time_query, reanchor
 from profiles.models import Tenant
 
@@ -145,12 +145,18 @@ def settle_route(
             newest = max((h.occurred_at for h in history_result.hits), default=None)
         holding = best_holding(profile.content_terms, texts, asking.alternates)
         names = query_names(query, profile.entities)
-        profile.memory_holds = holding.holds(asking.floor, names)
         profile.holding_share = holding.share
         profile.held_terms = list(holding.terms)
-        if not profile.memory_holds:
-            profile.semantic_margin = _closest_margin(search)
-            profile.memory_close = profile.semantic_margin >= SEMANTIC_MARGIN
+        margin = _closest_margin(search)
+        if margin is None:  # no embedding: the words alone decide
+            profile.memory_holds = holding.holds(asking.floor, names)
+        else:
+            # One shared word is weak evidence: it counts when the meaning agrees.
+            profile.semantic_margin = margin
+            profile.memory_holds = holding.firmly(asking.floor, names) or (
+                holding.partly(asking.floor) and margin >= CONFIRMING_MARGIN
+            )
+            profile.memory_close = margin >= SEMANTIC_MARGIN
     decided = route(profile, forced_layers=forced_layers)
     if search is not None and (decided.ltm or decided.history):
         search.start_lexical()
@@ -164,11 +170,12 @@ def settle_route(
     return decided
 
 
-def _closest_margin(search: MemorySearch) -> float:
-    """How far the closest card or history entry in meaning lies above the query's background."""
+def _closest_margin(search: MemorySearch) -> float | None:
+    """How far the closest card or history entry in meaning lies above the query's background;
+    None when the query could not be embedded."""
     vector = search.query_vector()
     if vector is None:
-        return 0.0
+        return None
     found = search.nearest_cosines()
     best = max((cosine for hits in found.values() for _, cosine in hits[:1]), default=None)
     return margins(vector, [best])[0] if best is not None else 0.0

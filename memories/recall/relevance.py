@@ -176,10 +176,20 @@ class Holding:
 
     def holds(self, floor: float, names: set[str] | frozenset[str] = frozenset()) -> bool:
         """At least `floor` of the content terms, and two of them, a name or the only one."""
-        if not self.terms or self.share < floor:
+        if not self.partly(floor):
             return False
         enough = min(MIN_HELD_TERMS, self.of) if self.of else MIN_HELD_TERMS
         return len(self.terms) >= enough or bool(names & set(self.terms))
+
+    def firmly(self, floor: float, names: set[str] | frozenset[str] = frozenset()) -> bool:
+        """Two content terms or a name: words enough to say so without their meaning."""
+        if not self.partly(floor):
+            return False
+        return len(self.terms) >= MIN_HELD_TERMS or bool(names & set(self.terms))
+
+    def partly(self, floor: float) -> bool:
+        """At least `floor` of the content terms, one of them at least."""
+        return bool(self.terms) and self.share >= floor
 
 
 def best_holding(
@@ -194,6 +204,12 @@ def best_holding(
     return best
 
 
+def holding_of(terms: Sequence[str], text: str, alternates: Alternates | None = None) -> Holding:
+    """How one memory's text holds the query's terms."""
+    share, shared = coverage(terms, text, alternates)
+    return Holding(share, tuple(shared), of=len(terms))
+
+
 def holds(
     terms: Sequence[str],
     text: str,
@@ -203,5 +219,4 @@ def holds(
     alternates: Alternates | None = None,
 ) -> bool:
     """Whether one memory's text holds the query (the same rule as `Holding.holds`)."""
-    share, shared = coverage(terms, text, alternates)
-    return Holding(share, tuple(shared), of=len(terms)).holds(floor, names)
+    return holding_of(terms, text, alternates).holds(floor, names)

@@ -22,7 +22,10 @@ import numpy as np
 from memories.ltm.embedder import embedder
 
 REFERENCE_FILE = Path(__file__).resolve().parents[1] / "data" / "recall_reference.txt"
-SEMANTIC_MARGIN = 0.12
+SEMANTIC_MARGIN = 0.12  # close in meaning, whatever the words
+# Close enough in meaning to confirm a memory that holds only one of the query's content terms
+# (or its only one): a single shared word is weak evidence on its own.
+CONFIRMING_MARGIN = 0.06
 
 
 @cache

@@ -54,7 +54,7 @@ from memories.recall.relevance import (
     related_words,
 )
 from memories.recall.routing import LAYERS, Route, route
-from memories.recall.semantic import SEMANTIC_MARGIN, cosines, margins
+from memories.recall.semantic import CONFIRMING_MARGIN, SEMANTIC_MARGIN, cosines, margins
 from memories.recall.standing import standing_indexes, standing_rules, user_matches
 from memories.stm.items import StmItem
 from memories.stm.store import now_seconds, recall_stm_store
@@ -242,6 +242,8 @@ class _Routed:
     matched: list[StmItem]  # the user's newest live items that match the query
     decided: Route
     alternates: Alternates = field(default_factory=dict)
+    firm: list[StmItem] = field(default_factory=list)  # hold the query by its words
+    partial: list[StmItem] = field(default_factory=list)  # one content term only
 
 
 def _routed(request: RecallRequest, layer1: _Layer1, trace: _Trace) -> _Routed:
@@ -270,17 +272,21 @@ def _routed(request: RecallRequest, layer1: _Layer1, trace: _Trace) -> _Routed:
     alternates = related_terms(profile.content_terms, layer1.vocabulary)
     profile.related_terms = list(alternates)
     floor = float(policy_value(policy, "relevance_floor"))
-    matched = user_matches(
+    names = query_names(request.query, profile.entities)
+    firm, partial = user_matches(
         list(probe.user_items.values()),
         terms=profile.content_terms,
         floor=floor,
-        names=query_names(request.query, profile.entities),
+        names=names,
         now=now_seconds(),
         alternates=alternates,
     )
+    # Until their meaning is known, a partial hold counts only as the query's only term.
+    single = len(profile.content_terms) == 1
+    matched = [*firm, *(partial if single else [])]
     profile.user_items_matched = len(matched)
     decided = route(profile, forced_layers=request.layers)
-    return _Routed(probe, profile, matched, decided, alternates)
+    return _Routed(probe, profile, matched, decided, alternates, firm, partial)
 
 
 def _close_items(
@@ -290,8 +296,9 @@ def _close_items(
     asking: Asking,
     trace: _Trace,
 ) -> dict[str, float]:
-    """The user's newest live items close to the query in meaning (item id -> margin above
-    the query's background); they join the matched items and route Layer 2 as they do.
+    """The user's newest live items matched again, now by meaning as well (item id -> margin
+    above the query's background): a partial word match counts when its meaning agrees, an
+    item close in meaning counts whatever its words; Layer 2 is routed again with them.
 
     Only when long-term memory is being asked anyway: its query embedding is shared, and a task
     step the rules answer embeds nothing."""
@@ -312,16 +319,24 @@ def _close_items(
         return {}
     ids = list(stored)
     rows = np.frombuffer(b"".join(stored[i] for i in ids), dtype=np.float16).reshape(len(ids), -1)
-    scored = margins(vector, cosines(vector, rows.astype(np.float32)))
-    close = {i: m for i, m in zip(ids, scored, strict=True) if m >= SEMANTIC_MARGIN}
-    known = {item.id for item in routed.matched}
-    added = [items[i] for i in close if i not in known and i in routed.probe.user_items]
-    if added:
-        routed.matched.extend(added)
-        routed.profile.user_items_matched += len(added)
-        routed.profile.user_items_close += len(added)
-        routed.decided = route(routed.profile, forced_layers=request.layers)
-    return close
+    margin = dict(zip(ids, margins(vector, cosines(vector, rows.astype(np.float32))), strict=True))
+    single = len(routed.profile.content_terms) == 1
+    confirmed = [
+        item
+        for item in routed.partial
+        if margin.get(item.id, 0.0) >= CONFIRMING_MARGIN or (item.id not in margin and single)
+    ]
+    worded = {item.id for item in [*routed.firm, *routed.partial]}
+    close = [
+        routed.probe.user_items[i]
+        for i, m in margin.items()
+        if m >= SEMANTIC_MARGIN and i not in worded and i in routed.probe.user_items
+    ]
+    routed.matched = [*routed.firm, *confirmed, *close]
+    routed.profile.user_items_matched = len(routed.matched)
+    routed.profile.user_items_close = len(close)
+    routed.decided = route(routed.profile, forced_layers=request.layers)
+    return {i: m for i, m in margin.items() if m >= CONFIRMING_MARGIN}
 
 
 def _blocks(

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from memories.facts import normalise_fact
-from memories.recall.relevance import Alternates, holds
+from memories.recall.relevance import Alternates, holding_of
 from memories.stm.items import StmItem
 
 STANDING_TYPES = ("constraint", "preference")
@@ -71,17 +71,19 @@ def user_matches(
     names: set[str],
     now: float,
     alternates: Alternates | None = None,
-) -> list[StmItem]:
-    """The user's live items (from any session) that hold the query: at least `floor` of its
-    content terms, and two of them, a name or its only one (`relevance.py`)."""
+) -> tuple[list[StmItem], list[StmItem]]:
+    """The user's live items (from any session) that hold the query: firmly (at least `floor`
+    of its content terms, and two of them or a name), and partly (at least `floor` of them, but
+    only one); a partial hold counts once its meaning agrees (`relevance.py`, `semantic.py`)."""
     if not terms:
-        return []
+        return [], []
     alternates = alternates or {}
     anchors = [
         {_anchor(term), *(_anchor(t) for members in alternates.get(term, ()) for t in members)}
         for term in terms
     ]
-    matched = []
+    firm: list[StmItem] = []
+    partial: list[StmItem] = []
     for item in items:
         if not item.is_live(now):
             continue
@@ -92,9 +94,12 @@ def user_matches(
         present = sum(any(anchor in lowered for anchor in own) for own in anchors)
         if present < floor * len(terms):
             continue
-        if holds(terms, text, floor=floor, names=names, alternates=alternates):
-            matched.append(item)
-    return matched
+        holding = holding_of(terms, text, alternates)
+        if holding.firmly(floor, names):
+            firm.append(item)
+        elif holding.partly(floor):
+            partial.append(item)
+    return firm, partial
 
 
 def _anchor(term: str) -> str:
