@@ -151,6 +151,9 @@ def _proposal_for(item: StmItem, path: str) -> dict[str, Any]:
         target = "preference" if key.split(".", 1)[0] in PREFERENCE_DOMAINS else "fact"
         return {"key": key, "value": item.fact_value, "target": target}
     text = str(item.detail.get("text") or item.summary)
+    if item.detail.get("request"):
+        # the text as said is the statement plus "please remember that": nothing to add
+        text = item.summary
     return {
         "memory_type": CARD_TYPE_FOR.get(item.memory_type, LtmCard.Type.SEMANTIC_FACT),
         "title": item.summary[:80],
