@@ -33,6 +33,8 @@ MAX_TOOL_ENTITIES = 8
 # Below this weight (two per Latin word, one per CJK character) what is left of a
 # "remember" message once its remember phrase is removed is taken as filler, not content.
 BARE_REMEMBER_WEIGHT = 4
+# ...unless it opens as a first-hand statement of a subject and one more word ("I'm vegan").
+MIN_FIRST_HAND_WEIGHT = 3
 MIN_ERROR_STATUS = 400
 
 
@@ -355,10 +357,18 @@ def _remembered(
 
 
 def _is_bare_remember(rest: str, vocabulary: Vocabulary) -> bool:
-    """Whether what is left of a remember request says little more than "remember this"."""
+    """Whether what is left of a remember request says little more than "remember this".
+
+    A first-hand statement is something to remember however short it is: "Don't forget that
+    I'm vegetarian" names a fact, "remember this" points at one.
+    """
     if vocabulary.find_entities(rest):
         return False
-    return weight_of(rest) <= BARE_REMEMBER_WEIGHT
+    if weight_of(rest) > BARE_REMEMBER_WEIGHT:
+        return False
+    stripped = without_leads(rest, vocabulary)
+    first_hand = any(p.match(stripped) for p in vocabulary.patterns.get("fact_subject", ()))
+    return not (first_hand and weight_of(stripped) >= MIN_FIRST_HAND_WEIGHT)
 
 
 def _is_filler(rest: str, vocabulary: Vocabulary) -> bool:

@@ -314,6 +314,28 @@ def test_a_remembered_statement_is_read_as_the_same_statement_said_plainly(
     assert "request" not in stated.detail
 
 
+@pytest.mark.parametrize(
+    ("said", "statement"),
+    [
+        ("Don't forget that I'm vegetarian.", "I'm vegetarian"),
+        ("Remember, I'm vegetarian.", "I'm vegetarian"),
+        ("Note: we're remote.", "We're remote"),
+    ],
+)
+def test_a_short_first_hand_statement_is_remembered_not_taken_for_remember_this(
+    said: str, statement: str
+) -> None:
+    found = only(event(1, "user", said))
+
+    assert (found.memory_type, found.subtype, found.summary) == ("fact", "remembered", statement)
+    assert found.remember is True
+
+
+@pytest.mark.parametrize("said", ["Remember this.", "remember it", "记住我", "Remember me!"])
+def test_a_request_naming_nothing_itself_stays_bare(said: str) -> None:
+    assert extract(event(1, "user", said)) == []
+
+
 def test_a_bare_request_beside_statements_is_named_in_their_detail() -> None:
     constraint, preference = extract(
         event(1, "user", "Remember this. We must deploy only on Tuesdays. I prefer tables.")
