@@ -43,6 +43,7 @@ class ErrorCode(StrEnum):
     DUPLICATE = "duplicate"  # another pending proposal promotes the same thing
     DUPLICATE_EVENT_ID = "duplicate_event_id"  # a client id reused with different content
     USER_GONE = "user_gone"  # the end user of a proposal no longer exists
+    REPEATS_CARD = "repeats_card"  # approving would make a second card of a live card's fact
     # 410, 413, 415, 429
     GONE = "gone"
     PAYLOAD_TOO_LARGE = "payload_too_large"

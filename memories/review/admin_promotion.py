@@ -2,13 +2,15 @@
 
 Approve applies the fields exactly as the page shows them (edited or not); Merge folds them into
 the card picked; Reject needs a reason; Retarget moves the proposal between path A and path B.
+A card proposal that repeats a live card of its user offers to merge into it; approving it as
+shown is then refused, and "Approve as a new card" needs a reason.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -40,7 +42,9 @@ from memories.review.promotion import (
     promotion_approve,
     promotion_merge,
     promotion_reject,
+    promotion_repeats,
 )
+from memories.review.repeats import Repeat
 from memories.review.retarget import promotion_retarget
 from memories.review.selectors import domain_keys_for, evidence_excerpt
 from memoryproject.admin_redaction import RedactedDisplayMixin
@@ -54,23 +58,29 @@ PATH_B = PromotionRequest.Path.LTM
 
 class PromotionDecision:
     APPROVE = "approve"
+    APPROVE_NEW = "approve_new"  # a card although it repeats a live one, with a reason
     REJECT = "reject"
     MERGE = "merge"
     RETARGET = "retarget"  # to path A under the chosen key
     RETARGET_LTM = "retarget_ltm"  # to path B
     CHOICES = [
         (APPROVE, "Approve"),
+        (APPROVE_NEW, "Approve as a new card"),
         (REJECT, "Reject"),
         (MERGE, "Merge into card"),
         (RETARGET, "Move to path A under this key"),
         (RETARGET_LTM, "Make it a long-term card (path B)"),
     ]
+    CARD_ONLY = (APPROVE_NEW, MERGE)
     # The button pressed names the decision; "Approve with edits" of older pages is Approve.
+    # "_merge_into" is the merge offer of a repeated card: its value names the card.
     BUTTONS = {
         "_approve": APPROVE,
         "_approve_edited": APPROVE,
+        "_approve_new": APPROVE_NEW,
         "_reject": REJECT,
         "_merge": MERGE,
+        "_merge_into": MERGE,
         "_retarget": RETARGET,
         "_retarget_ltm": RETARGET_LTM,
     }
@@ -86,13 +96,18 @@ def _as_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _card_choices(promotion: PromotionRequest) -> list[tuple[str, str]]:
-    """Cards to merge into: the nearest ones found when proposed, then the user's newest."""
-    seen: dict[str, str] = {}
+def _card_choices(
+    promotion: PromotionRequest, repeats: Sequence[Repeat] = ()
+) -> list[tuple[str, str]]:
+    """Cards to merge into: those it repeats, the nearest ones found when proposed, then the
+    user's newest."""
+    seen: dict[str, str] = {
+        r.memory_id: f"{r.memory_id}: {r.title or r.summary} (repeated)"[:120] for r in repeats
+    }
     for hit in (promotion.existing or {}).get("similar", []):
         if hit.get("memory_id"):
             label = hit.get("title") or hit.get("summary", "")
-            seen[hit["memory_id"]] = f"{hit['memory_id']}: {label}"[:120]
+            seen.setdefault(hit["memory_id"], f"{hit['memory_id']}: {label}"[:120])
     if promotion.end_user_id:
         newest = (
             LtmCard.objects.filter(
@@ -154,13 +169,20 @@ class PromotionReviewForm(forms.Form):
     PATH_B_FIELDS = ("title", "summary", "content", "memory_type", "entities", "tags", "memory_id")
     EDITABLE = ("value", "title", "summary", "content", "memory_type", "entities", "tags")
 
-    def __init__(self, *args: Any, promotion: PromotionRequest, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        promotion: PromotionRequest,
+        repeats: Sequence[Repeat] = (),
+        **kwargs: Any,
+    ) -> None:
         self.promotion = promotion
         proposal = promotion.proposal
         initial: dict[str, Any] = {
             "value": pretty(proposal.get("value")),
             "shown": proposal_digest(promotion),
             "retarget_key": proposal.get("key", ""),
+            "memory_id": repeats[0].memory_id if repeats else "",
         }
         for name in ("title", "summary", "content", "memory_type"):
             initial[name] = proposal.get(name, "")
@@ -174,11 +196,13 @@ class PromotionReviewForm(forms.Form):
         decision = self.fields["decision"]
         assert isinstance(decision, forms.ChoiceField)
         if self.path_a:
-            decision.choices = [c for c in PromotionDecision.CHOICES if c[0] != "merge"]
+            decision.choices = [
+                c for c in PromotionDecision.CHOICES if c[0] not in PromotionDecision.CARD_ONLY
+            ]
         else:
             merge_into = self.fields["memory_id"]
             assert isinstance(merge_into, forms.ChoiceField)
-            merge_into.choices = _card_choices(promotion)
+            merge_into.choices = _card_choices(promotion, repeats)
         item_key = str((promotion.evidence.get("item") or {}).get("canonical_fact_key") or "")
         keys = domain_keys_for(
             tenant=promotion.tenant, also=[k for k in (proposal.get("key"), item_key) if k]
@@ -195,6 +219,8 @@ class PromotionReviewForm(forms.Form):
         data["decision"] = next(
             (value for button, value in PromotionDecision.BUTTONS.items() if button in post), ""
         )
+        if post.get("_merge_into"):
+            data["memory_id"] = post["_merge_into"]
         return data
 
     def edit_fields(self) -> list[forms.BoundField]:
@@ -215,6 +241,8 @@ class PromotionReviewForm(forms.Form):
             self.add_error("memory_id", "Pick the card to merge into.")
         if decision == PromotionDecision.REJECT and not cleaned.get("reason", "").strip():
             self.add_error("reason", "Say why the proposal is rejected.")
+        if decision == PromotionDecision.APPROVE_NEW and not cleaned.get("reason", "").strip():
+            self.add_error("reason", "Say why it should be a new card beside the one it repeats.")
         if decision in (PromotionDecision.RETARGET, PromotionDecision.RETARGET_LTM):
             if self.edits:
                 changed = ", ".join(sorted(self.edits))
@@ -337,20 +365,30 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
         promotion = self.reviewable(request, object_id)
+        repeats = self._repeats(promotion)
         if request.method == "POST":
             if not self.has_review_permission(request, promotion):
                 raise PermissionDenied
             form = PromotionReviewForm(
-                PromotionReviewForm.decision_of(request.POST), promotion=promotion
+                PromotionReviewForm.decision_of(request.POST), promotion=promotion, repeats=repeats
             )
             next_url = self._decide(request, promotion, form)
             if next_url:
                 return HttpResponseRedirect(next_url)
             promotion = self.reviewable(request, object_id)  # as it is now, for the page
             form.promotion = promotion
+            repeats = self._repeats(promotion)
         else:
-            form = PromotionReviewForm(promotion=promotion)
-        return self._review_page(request, promotion, form, extra_context)
+            form = PromotionReviewForm(promotion=promotion, repeats=repeats)
+        return self._review_page(request, promotion, form, extra_context, repeats)
+
+    @staticmethod
+    def _repeats(promotion: PromotionRequest) -> list[Repeat]:
+        """The live cards a pending card proposal repeats, read now (one approved since the
+        proposal was made counts too)."""
+        if promotion.status != ReviewStatus.PENDING:
+            return []
+        return promotion_repeats(promotion, promotion.proposal)
 
     def _decide(
         self, request: HttpRequest, promotion: PromotionRequest, form: PromotionReviewForm
@@ -380,10 +418,16 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
             elif decision in (PromotionDecision.RETARGET, PromotionDecision.RETARGET_LTM):
                 return self._retarget(request, promotion, form, reviewer)
             else:
+                as_new_card = decision == PromotionDecision.APPROVE_NEW
                 done = promotion_approve(
-                    request=promotion, reviewer=reviewer, edits=edits, reason=reason
+                    request=promotion,
+                    reviewer=reviewer,
+                    edits=edits,
+                    reason=reason,
+                    as_new_card=as_new_card,
                 )
-                verb = "Approved with edits" if edits else "Approved"
+                verb = "Approved as a new card" if as_new_card else "Approved"
+                verb += " with edits" if edits else ""
         except DomainError as exc:
             for name, field_problems in (exc.fields or {}).items():
                 if name in form.fields:
@@ -442,6 +486,7 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
         promotion: PromotionRequest,
         form: PromotionReviewForm,
         extra_context: dict[str, Any] | None,
+        repeats: Sequence[Repeat] = (),
     ) -> HttpResponse:
         evidence = promotion.evidence or {}
         excerpt = evidence_excerpt(
@@ -471,6 +516,16 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
             "changelist_url": self.changelist_url(request),
             "has_view_permission": True,
             "media": self.media + form.media,
+            "repeats": [
+                {
+                    "card": repeat,
+                    "diff": side_by_side(
+                        card_text({"title": repeat.title, "summary": repeat.summary}),
+                        card_text(proposal),
+                    ),
+                }
+                for repeat in repeats
+            ],
             **self._comparison(promotion),
             **(extra_context or {}),
         }

@@ -24,9 +24,10 @@ from memories.ltm.models import LtmCard
 from memories.ltm.services import CardInput, card_merge, cards_import
 from memories.policies.models import PromotionPolicy
 from memories.review.models import PromotionRequest, ReviewStatus
+from memories.review.repeats import Repeat, lock_cards_of, repeat_of, repeated_cards
 from memories.stm.items import MemoryType, StmItem
 from memories.stm.store import now_seconds, stm_store
-from memoryproject.errors import Conflict, ErrorCode, Invalid, StoreUnavailable
+from memoryproject.errors import Conflict, ErrorCode, Invalid, NotFound, StoreUnavailable
 from memoryproject.redaction import Report, redactor_for
 from memoryproject.redis_keys import Owner
 from profiles.domains import FACT_DOMAINS, PREFERENCE_DOMAINS, key_problem
@@ -151,6 +152,9 @@ def _proposal_for(item: StmItem, path: str) -> dict[str, Any]:
         target = "preference" if key.split(".", 1)[0] in PREFERENCE_DOMAINS else "fact"
         return {"key": key, "value": item.fact_value, "target": target}
     text = str(item.detail.get("text") or item.summary)
+    if item.detail.get("request"):
+        # the text as said is the statement plus "please remember that": nothing to add
+        text = item.summary
     return {
         "memory_type": CARD_TYPE_FOR.get(item.memory_type, LtmCard.Type.SEMANTIC_FACT),
         "title": item.summary[:80],
@@ -495,6 +499,25 @@ def _decide(
     request.save()
 
 
+def promotion_repeats(request: PromotionRequest, proposal: Mapping[str, Any]) -> list[Repeat]:
+    """The live cards of the request's user that this card proposal repeats (path B only)."""
+    if request.path != PromotionRequest.Path.LTM:
+        return []
+    return repeated_cards(
+        tenant=request.tenant, end_user=request.end_user, summary=str(proposal.get("summary", ""))
+    )
+
+
+def _refuse_repeat(repeats: Sequence[Repeat]) -> None:
+    first = repeats[0]
+    others = f" (and {len(repeats) - 1} more)" if len(repeats) > 1 else ""
+    raise Conflict(
+        f"This proposal repeats the live card {first.memory_id}{others}: {first.why}. "
+        "Merge it into that card, or approve it as a new card and say why.",
+        code=ErrorCode.REPEATS_CARD,
+    )
+
+
 @transaction.atomic
 def promotion_approve(
     *,
@@ -502,14 +525,29 @@ def promotion_approve(
     reviewer: AbstractBaseUser,
     edits: Mapping[str, Any] | None = None,
     reason: str = "",
+    as_new_card: bool = False,
 ) -> PromotionRequest:
-    """Apply a proposal (optionally edited): path A writes PostgreSQL, path B creates a card."""
+    """Apply a proposal (optionally edited): path A writes PostgreSQL, path B creates a card.
+
+    A card proposal that repeats a live card of its user is refused (`Conflict`
+    `repeats_card`, naming the card) unless the reviewer chose `as_new_card` and gave a reason:
+    approving as shown never makes a second card of a fact without a word.
+    """
     request = locked_pending(request)
     proposal = _edited(request, edits)
     before = request.proposal
+    repeats: list[Repeat] = []
     if request.path == PromotionRequest.Path.POSTGRES:
         result_ref = _apply_path_a(request, proposal, reviewer)
     else:
+        if as_new_card and not reason.strip():
+            raise Invalid(
+                "Say why it should be a new card.", fields={"reason": ["Required for a new card."]}
+            )
+        lock_cards_of(request.end_user)  # so a card approved meanwhile is seen below
+        repeats = promotion_repeats(request, proposal)
+        if repeats and not as_new_card:
+            _refuse_repeat(repeats)
         [(card, _)] = cards_import(tenant=request.tenant, cards=[_card_input(request, proposal)])
         result_ref = card.memory_id
     request.proposal = proposal
@@ -531,7 +569,10 @@ def promotion_approve(
         after=proposal,
         reason=reason,
         end_user_pk=request.end_user_id,
-        details={"edited": proposal != before},
+        details={
+            "edited": proposal != before,
+            **({"as_new_card": True, "repeats": [r.as_dict() for r in repeats]} if repeats else {}),
+        },
     )
     audit_record(
         tenant=request.tenant,
@@ -577,11 +618,19 @@ def promotion_merge(
     reason: str = "",
     edits: Mapping[str, Any] | None = None,
 ) -> PromotionRequest:
-    """Fold a long-term card proposal (optionally edited) into an existing card instead."""
+    """Fold a long-term card proposal (optionally edited) into an existing card instead: the
+    card gets its text, entities and references as its next version.
+
+    The card must be the tenant's, live, and the proposal's user's or shared by all users."""
     request = locked_pending(request)
     if request.path != PromotionRequest.Path.LTM:
         raise Invalid("Only long-term card proposals can be merged into a card.")
     proposal = _edited(request, edits)
+    lock_cards_of(request.end_user)
+    target = LtmCard.objects.filter(tenant=request.tenant, memory_id=memory_id).first()
+    if target is None or target.end_user_id not in (None, request.end_user_id):
+        raise NotFound(f"No active card {memory_id!r}.")
+    repeat = repeat_of(target, str(proposal.get("summary", "")))
     card = card_merge(
         tenant=request.tenant,
         memory_id=memory_id,
@@ -604,7 +653,11 @@ def promotion_merge(
         after=request.proposal,
         reason=request.decision_reason,
         end_user_pk=request.end_user_id,
-        details={"promotion": request.request_id, "version": card.version},
+        details={
+            "promotion": request.request_id,
+            "version": card.version,
+            **({"repeat": repeat.as_dict()} if repeat else {}),
+        },
     )
     return request
 

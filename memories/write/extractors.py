@@ -33,6 +33,8 @@ MAX_TOOL_ENTITIES = 8
 # Below this weight (two per Latin word, one per CJK character) what is left of a
 # "remember" message once its remember phrase is removed is taken as filler, not content.
 BARE_REMEMBER_WEIGHT = 4
+# ...unless it opens as a first-hand statement of a subject and one more word ("I'm vegan").
+MIN_FIRST_HAND_WEIGHT = 3
 MIN_ERROR_STATUS = 400
 
 
@@ -145,7 +147,7 @@ class RuleExtractor:
             return
         if found:
             # "Remember this." beside statements asks to remember the message's statements.
-            found = [_remembered(candidate) for candidate in found]
+            found = [_remembered(candidate, phrase=bare_request) for candidate in found]
             turns.append(_Turn(event, text, _append(candidates, found)))
             return
         # A bare "remember this" points back: to the nearest message that gave candidates,
@@ -153,27 +155,29 @@ class RuleExtractor:
         for turn in reversed(turns):
             if turn.candidate_indexes:
                 for index in turn.candidate_indexes:
-                    candidates[index] = _remembered(candidates[index], event)
+                    candidates[index] = _remembered(candidates[index], event, bare_request)
                 return
             if turn.event.get("role") == "user":
-                candidates.append(_remembered_fact(turn.event, turn.text, event, context))
+                candidates.append(
+                    _remembered_fact(turn.event, turn.text, event, context, phrase=bare_request)
+                )
                 turns.append(_Turn(event, text, [len(candidates) - 1]))
                 return
 
     def _sentences(
         self, event: Mapping[str, Any], context: ExtractionContext, *, by_user: bool
-    ) -> tuple[list[Candidate], bool]:
-        """One candidate at most per clause of a conversational message, and whether the
-        message holds a bare request to remember (one that names nothing itself)."""
+    ) -> tuple[list[Candidate], str]:
+        """One candidate at most per clause of a conversational message, and the message's
+        bare request to remember (one that names nothing itself) as said, or ''."""
         vocabulary = context.vocabulary
         found = []
-        bare_request = False
+        bare_request = ""
         for sentence, end in split_sentences_with_ends(_text(event.get("content"))):
             for clause, reading in read_clauses(sentence, vocabulary, end=end, by_user=by_user):
                 if reading.kind:
                     found.append(_sentence_candidate(clause, reading, event, context))
                 elif reading.remember and _is_bare_remember(reading.text, vocabulary):
-                    bare_request = True
+                    bare_request = bare_request or reading.request or clause
                 elif reading.remember and not _is_filler(reading.text, vocabulary):
                     found.append(_remembered_fact(event, clause, event, context, reading))
         return found, bare_request
@@ -264,7 +268,12 @@ def _sentence_candidate(
         fact_value = EXCLUDED_VALUE
         if entities:
             canonical_key = f"{context.scope}:excluded:{entities[0]}".lower()
+    # What is remembered reads as the statement ("I deploy with Terraform"); the sentence
+    # as said and its remember request stay in the detail.
+    summary = reading.text if reading.request and reading.text else sentence
     detail: dict[str, Any] = {"text": sentence, "kind": kind.name, "reason": reading.reason}
+    if reading.request:
+        detail["request"] = reading.request
     if reading.hedged:
         detail["hedged"] = True
     candidate = Candidate(
@@ -273,7 +282,7 @@ def _sentence_candidate(
         task_id=context.task_id,
         memory_type=kind.memory_type,
         subtype=kind.subtype,
-        summary=sentence,
+        summary=summary,
         detail=detail,
         entities=tuple(entities),
         tags=_tags(kind.memory_type, kind.name),
@@ -294,12 +303,20 @@ def _remembered_fact(
     request: Mapping[str, Any],
     context: ExtractionContext,
     reading: Reading | None = None,
+    phrase: str = "",
 ) -> Candidate:
-    """The text of a user message the user asked to remember, as a fact."""
-    summary = _clip(" ".join(text.split()), MAX_REMEMBERED_CHARS)
+    """What a user asked to remember, as a fact: the statement of `text` (a clause of the
+    request's own message, read as `reading`), or the message `text` a bare `phrase` such as
+    "remember this" pointed back to."""
+    said = _clip(" ".join(text.split()), MAX_REMEMBERED_CHARS)
+    statement = reading.text if reading is not None and reading.text else text
+    summary = _clip(" ".join(statement.split()), MAX_REMEMBERED_CHARS)
     # Asking to remember a guess does not make it settled.
     hedged = context.vocabulary.matches("hedge", text)
     reason = "asked to remember" + (f": {reading.reason}" if reading else " the message before")
+    detail: dict[str, Any] = {"text": said, "kind": "remember", "reason": reason}
+    if asked := (reading.request if reading is not None else phrase):
+        detail["request"] = asked
     return Candidate(
         user_id=context.user_id,
         session_id=context.session_id,
@@ -307,7 +324,7 @@ def _remembered_fact(
         memory_type=MemoryType.FACT,
         subtype="remembered",
         summary=summary,
-        detail={"text": summary, "kind": "remember", "reason": reason},
+        detail=detail,
         entities=tuple(context.vocabulary.find_entities(text)),
         tags=_tags(MemoryType.FACT, "remember"),
         source_kind=SourceKind.USER,
@@ -319,24 +336,39 @@ def _remembered_fact(
     )
 
 
-def _remembered(candidate: Candidate, request: Mapping[str, Any] | None = None) -> Candidate:
-    """`candidate` flagged as asked to remember, by the message `request` if another one."""
+def _remembered(
+    candidate: Candidate, request: Mapping[str, Any] | None = None, phrase: str = ""
+) -> Candidate:
+    """`candidate` flagged as asked to remember with `phrase` ("remember this"), by the
+    message `request` if another one."""
     message_ids = candidate.message_ids
     if request is not None:
         message_ids = _unique_ids(*message_ids, request.get("id"))
+    detail = candidate.detail
+    if phrase and not detail.get("request"):
+        detail = {**detail, "request": phrase}
     return replace(
         candidate,
         remember=True,
         importance=max(candidate.importance, REMEMBER_IMPORTANCE),
         message_ids=message_ids,
+        detail=detail,
     )
 
 
 def _is_bare_remember(rest: str, vocabulary: Vocabulary) -> bool:
-    """Whether what is left of a remember request says little more than "remember this"."""
+    """Whether what is left of a remember request says little more than "remember this".
+
+    A first-hand statement is something to remember however short it is: "Don't forget that
+    I'm vegetarian" names a fact, "remember this" points at one.
+    """
     if vocabulary.find_entities(rest):
         return False
-    return weight_of(rest) <= BARE_REMEMBER_WEIGHT
+    if weight_of(rest) > BARE_REMEMBER_WEIGHT:
+        return False
+    stripped = without_leads(rest, vocabulary)
+    first_hand = any(p.match(stripped) for p in vocabulary.patterns.get("fact_subject", ()))
+    return not (first_hand and weight_of(stripped) >= MIN_FIRST_HAND_WEIGHT)
 
 
 def _is_filler(rest: str, vocabulary: Vocabulary) -> bool:

@@ -163,9 +163,12 @@ def _decide_all(
         candidate = proposal_read(candidate, vocabulary)  # judged as the same words in a transcript
         owner = owners.get(candidate.user_id)
         fingerprint = fingerprint_of(candidate)
-        existing = _existing_state(
+        existing, request = _existing_state(
             store=store, owner=owner, candidate=candidate, fp=fingerprint, now=now
         )
+        if request and not candidate.detail.get("request"):
+            # said again plainly, the fact keeps the remember request it was first asked with
+            candidate = replace(candidate, detail={**candidate.detail, "request": request})
         if (candidate.user_id, fingerprint) in seen_in_batch:
             existing = ExistingState(same_fact=True)
         decision = decide(candidate, existing=existing, settings=settings, vocabulary=vocabulary)
@@ -273,9 +276,11 @@ def _owners(*, tenant: Tenant, user_ids: set[str], create: bool) -> dict[str, Ow
 
 def _existing_state(
     *, store: RedisShortTermStore, owner: Owner | None, candidate: Candidate, fp: str, now: float
-) -> ExistingState:
+) -> tuple[ExistingState, str]:
+    """What the store holds that bears on the candidate, and the remember request
+    (`detail.request`) of the live item it repeats, if any."""
     if owner is None:
-        return ExistingState()
+        return ExistingState(), ""
     found = store.lookup(
         owner=owner, fingerprint=fp, canonical_fact_key=candidate.canonical_fact_key
     )
@@ -293,6 +298,7 @@ def _existing_state(
     )
     same = not updates and bool(matches)
     hits = max((item.hit_count for item in matches.values()), default=0) if same else 0
+    asked = [str(item.detail.get("request") or "") for item in matches.values()] if same else []
     index, value = (
         ("task", candidate.task_id) if candidate.task_id else ("session", candidate.session_id)
     )
@@ -300,7 +306,10 @@ def _existing_state(
         i for i, _ in store.ids_by_index(owner=owner, index=index, value=value, limit=NEARBY_ITEMS)
     ]
     nearby = [i.summary for i in store.get_many(owner=owner, item_ids=nearby_ids) if i.is_live(now)]
-    return ExistingState(same_fact=same, updates_fact=updates, nearby_summaries=nearby, hits=hits)
+    existing = ExistingState(
+        same_fact=same, updates_fact=updates, nearby_summaries=nearby, hits=hits
+    )
+    return existing, next((request for request in asked if request), "")
 
 
 def _item_for(

@@ -25,6 +25,9 @@ LEAD_PUNCTUATION = " \t,，:：;；-—~～"
 SENTENCE_END = re.compile(r"[。！？；\n]+|[.!?;]+(?=\s|$)")
 LATIN_WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
 CJK_CHAR = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+CJK_END = re.compile(r"[\u3400-\u9fff\uf900-\ufaff。！？；]$")
+# Words a statement opens with once its remember request is gone, capitalised then.
+OPENING_WORD = re.compile(r"(?:i|i'm|i've|i'd|i'll|my|mine|our|we|we're|we've|the)\b")
 
 
 class Kind:
@@ -42,9 +45,10 @@ class Reading:
 
     kind: str
     reason: str
-    text: str  # the sentence without its remember request
+    text: str  # the sentence without its remember request: the statement itself
     hedged: bool = False
     remember: bool = False  # it asks the assistant to remember something
+    request: str = ""  # the remember request as said ("Please remember that"), if any
     key: str = ""  # a domain key (`project_metadata.default_env`) the statement fills
     value: str = ""
 
@@ -93,11 +97,24 @@ def weight_of(text: str) -> int:
     return 2 * len(LATIN_WORD.findall(text)) + len(CJK_CHAR.findall(text))
 
 
-def without_remember(text: str, vocabulary: Vocabulary) -> str:
-    """The sentence without its remember request ("Don't forget that ..." is no constraint)."""
+def remember_request(text: str, vocabulary: Vocabulary) -> tuple[str, str]:
+    """The sentence without its remember request, and the request as said.
+
+    "Please remember that I deploy with Terraform" is the statement "I deploy with Terraform"
+    and the request "Please remember that" ("Don't forget that ..." is no constraint either).
+    Pieces of a request said in two places are joined with " … ".
+    """
+    requests: list[str] = []
     for pattern in vocabulary.patterns.get("remember", ()):
-        text = pattern.sub(" ", text)
-    return " ".join(text.split()).strip(LEAD_PUNCTUATION)
+        found = [m.group(0).strip(LEAD_PUNCTUATION) for m in pattern.finditer(text) if m.group(0)]
+        if found:
+            requests.extend(piece for piece in found if piece)
+            text = pattern.sub(" ", text)
+    statement = " ".join(text.split()).strip(LEAD_PUNCTUATION)
+    if requests and OPENING_WORD.match(statement):
+        # "remember that our ..." → "Our ...": the statement now opens the sentence
+        statement = statement[0].upper() + statement[1:]
+    return statement, " … ".join(requests)
 
 
 def without_leads(text: str, vocabulary: Vocabulary) -> str:
@@ -160,10 +177,13 @@ def read_sentence(
     if vocabulary.matches("chitchat", sentence):
         return Reading(Kind.NONE, "chit-chat", sentence)
     remember = by_user and vocabulary.matches("remember", sentence)
-    text = without_remember(sentence, vocabulary) if remember else sentence
+    text, request = remember_request(sentence, vocabulary) if remember else (sentence, "")
+    if request and vocabulary.matches("request_question", request):
+        # "Can you remember that I ...?": the question mark asks the request, not the statement
+        end = ""
     hedged = vocabulary.matches("hedge", text)
     reading = _read(text, vocabulary, end=end, hedged=hedged, by_user=by_user)
-    return replace(reading, text=text, hedged=hedged, remember=remember)
+    return replace(reading, text=text, hedged=hedged, remember=remember, request=request)
 
 
 def read_clauses(
@@ -184,7 +204,11 @@ def read_clauses(
         for index, clause in enumerate(clauses)
     ]
     if readings[0].remember:
-        readings = [replace(r, remember=True) if r.kind else r for r in readings]
+        first = readings[0]
+        readings = [
+            replace(r, remember=True, request=r.request or first.request) if r.kind else r
+            for r in readings
+        ]
     return list(zip(clauses, readings, strict=True))
 
 
@@ -297,12 +321,11 @@ def proposal_read(candidate: Candidate, vocabulary: Vocabulary) -> Candidate:
     """
     if candidate.source_kind != SourceKind.PROPOSAL:
         return candidate
-    readings = [
-        read_sentence(sentence, vocabulary, end=end)
-        for sentence, end in sentences_with_ends(candidate.summary)
-    ]
+    sentences = sentences_with_ends(candidate.summary)
+    readings = [read_sentence(sentence, vocabulary, end=end) for sentence, end in sentences]
     if not readings:
         return candidate
+    candidate = _as_statements(candidate, sentences, readings)
     stated = [r for r in readings if r.kind and not r.hedged]
     remember = candidate.remember or any(r.remember for r in readings)
     hedged = any(r.hedged for r in readings)
@@ -318,6 +341,25 @@ def proposal_read(candidate: Candidate, vocabulary: Vocabulary) -> Candidate:
     if keyed is not None and not candidate.canonical_fact_key:
         changes.update(canonical_fact_key=keyed.key, fact_value=keyed.value)
     return replace(candidate, **changes)  # type: ignore[arg-type]
+
+
+def _as_statements(
+    candidate: Candidate, sentences: list[tuple[str, str]], readings: list[Reading]
+) -> Candidate:
+    """The proposal with each remembered sentence of its summary put as its statement, as the
+    extractor puts it ("Please remember that I deploy with Terraform." → "I deploy with
+    Terraform."); the summary as sent and the requests go to `detail.text` and
+    `detail.request`, unless the proposer set those."""
+    requests = [r.request for r in readings if r.request and r.text]
+    if not requests:
+        return candidate
+    summary = ""
+    for (sentence, end), reading in zip(sentences, readings, strict=True):
+        piece = (reading.text if reading.request and reading.text else sentence) + end.strip()
+        # Chinese sentences follow each other without a space, others with one.
+        summary += piece if not summary or CJK_END.search(summary) else f" {piece}"
+    detail = {"text": candidate.summary, "request": " … ".join(requests), **candidate.detail}
+    return replace(candidate, summary=summary, detail=detail)
 
 
 # Confidence of a user's unhedged statement of each kind.

@@ -33,7 +33,9 @@ def test_the_quickstart_sentence_gives_a_fact_and_a_preference_both_remembered()
     fact, preference = extract(QUICKSTART)
 
     assert fact.memory_type == MemoryType.FACT
-    assert fact.summary == "Please remember that I deploy everything with Terraform"
+    assert fact.summary == "I deploy everything with Terraform"
+    assert fact.detail["text"] == "Please remember that I deploy everything with Terraform"
+    assert fact.detail["request"] == preference.detail["request"] == "Please remember that"
     assert fact.canonical_fact_key == ""
     assert preference.memory_type == MemoryType.PREFERENCE
     assert preference.summary == "I like short answers"
@@ -107,7 +109,8 @@ def test_a_chinese_remember_request_covers_both_clauses() -> None:
     fact, preference = extract("记住我用 Terraform 部署，我喜欢简短的回答")
 
     assert fact.memory_type == MemoryType.FACT
-    assert fact.summary == "记住我用 Terraform 部署"
+    assert fact.summary == "我用 Terraform 部署"
+    assert (fact.detail["text"], fact.detail["request"]) == ("记住我用 Terraform 部署", "记住")
     assert preference.memory_type == MemoryType.PREFERENCE
     assert preference.summary == "我喜欢简短的回答"
     assert preference.canonical_fact_key == "preference.answer_style"

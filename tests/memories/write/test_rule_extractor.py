@@ -189,7 +189,168 @@ def test_chinese_inline_remember_flags_the_candidate() -> None:
     assert found.memory_type == MemoryType.CONSTRAINT
     assert found.remember is True
     assert found.importance >= 0.9
-    assert found.summary == "记住：必须用中文回答"
+    assert found.summary == "必须用中文回答"
+    assert (found.detail["text"], found.detail["request"]) == ("记住：必须用中文回答", "记住")
+
+
+# Each remember phrase of memories/data/vocabulary.json, and what is left: the statement.
+REMEMBERED = [
+    # (said, statement, the request as said)
+    (
+        "Please remember that I deploy with Terraform.",
+        "I deploy with Terraform",
+        "Please remember that",
+    ),
+    ("Remember that I deploy with Terraform.", "I deploy with Terraform", "Remember that"),
+    ("Remember: I deploy with Terraform.", "I deploy with Terraform", "Remember"),
+    ("Remember this: I deploy with Terraform.", "I deploy with Terraform", "Remember this"),
+    ("Note: I deploy with Terraform.", "I deploy with Terraform", "Note"),
+    ("Note that I deploy with Terraform.", "I deploy with Terraform", "Note that"),
+    ("Please note I deploy with Terraform.", "I deploy with Terraform", "Please note"),
+    ("Remember, my default env is staging-eu.", "My default env is staging-eu", "Remember"),
+    (
+        "Can you remember that I deploy with Terraform?",
+        "I deploy with Terraform",
+        "Can you remember that",
+    ),
+    (
+        "Could you note that I deploy with Terraform?",
+        "I deploy with Terraform",
+        "Could you note that",
+    ),
+    (
+        "I want you to remember that I deploy with Terraform.",
+        "I deploy with Terraform",
+        "I want you to remember that",
+    ),
+    (
+        "I'd like you to keep in mind that I deploy with Terraform.",
+        "I deploy with Terraform",
+        "I'd like you to keep in mind that",
+    ),
+    (
+        "Please keep in mind that our staging cluster is staging-eu.",
+        "Our staging cluster is staging-eu",
+        "Please keep in mind that",
+    ),
+    (
+        "Please make a note of this: I deploy with Terraform.",
+        "I deploy with Terraform",
+        "Please make a note of this",
+    ),
+    ("Keep this in mind: I deploy with Terraform.", "I deploy with Terraform", "Keep this in mind"),
+    ("Keep in mind that I deploy with Terraform.", "I deploy with Terraform", "Keep in mind that"),
+    ("Don't forget that I deploy with Terraform.", "I deploy with Terraform", "Don't forget that"),
+    ("Don't forget: I deploy with Terraform.", "I deploy with Terraform", "Don't forget"),
+    (
+        "For future reference, I deploy with Terraform.",
+        "I deploy with Terraform",
+        "For future reference",
+    ),
+    ("Make a note that I deploy with Terraform.", "I deploy with Terraform", "Make a note that"),
+    ("Note this down: I deploy with Terraform.", "I deploy with Terraform", "Note this down"),
+    (
+        "Save this to your memory: I deploy with Terraform.",
+        "I deploy with Terraform",
+        "Save this to your memory",
+    ),
+    (
+        "Oh and please remember that I deploy with Terraform.",
+        "I deploy with Terraform",
+        "Oh and please remember that",
+    ),
+    (
+        "I deploy with Terraform, please remember that.",
+        "I deploy with Terraform",
+        "please remember that",
+    ),
+    ("请记住我用 Terraform 部署", "我用 Terraform 部署", "请记住"),
+    ("记住：我用 Terraform 部署", "我用 Terraform 部署", "记住"),
+    ("你要记住，我们组的代码仓库在 gitlab 上", "我们组的代码仓库在 gitlab 上", "你要记住"),
+    ("记住这一点：我用 Terraform 部署", "我用 Terraform 部署", "记住这一点"),
+    ("我用 Terraform 部署，记住这一点", "我用 Terraform 部署", "记住这一点"),
+    ("我用 Terraform 部署，记一下", "我用 Terraform 部署", "记一下"),
+    ("别忘了我下周三要出差", "我下周三要出差", "别忘了"),
+    ("不要忘记：我用 Terraform 部署", "我用 Terraform 部署", "不要忘记"),
+    ("把这个存到记忆里：我用 Terraform 部署", "我用 Terraform 部署", "把这个存到记忆里"),
+]
+
+
+@pytest.mark.parametrize(("said", "statement", "asked"), REMEMBERED)
+def test_a_remembered_statement_reads_as_the_statement(
+    said: str, statement: str, asked: str
+) -> None:
+    found = only(event(1, "user", said))
+
+    assert found.summary == statement
+    assert found.detail["text"] == said.rstrip(".?")
+    assert found.detail["request"] == asked
+    assert found.remember is True and found.importance >= 0.9
+    assert found.verified is True
+    assert found.message_ids == ("msg_1",)
+
+
+@pytest.mark.parametrize(
+    ("said", "plain"),
+    [
+        ("Please remember that I deploy with Terraform.", "I deploy with Terraform."),
+        ("Can you remember that I deploy with Terraform?", "I deploy with Terraform."),
+        ("请记住我用 Terraform 部署", "我用 Terraform 部署"),
+        ("别忘了我下周三要出差", "我下周三要出差"),
+    ],
+)
+def test_a_remembered_statement_is_read_as_the_same_statement_said_plainly(
+    said: str, plain: str
+) -> None:
+    remembered, stated = only(event(1, "user", said)), only(event(1, "user", plain))
+
+    # the same kind, key and text, so the write fingerprint is the same: one item
+    assert (remembered.memory_type, remembered.subtype, remembered.summary) == (
+        stated.memory_type,
+        stated.subtype,
+        stated.summary,
+    )
+    assert (remembered.remember, stated.remember) == (True, False)
+    assert "request" not in stated.detail
+
+
+@pytest.mark.parametrize(
+    ("said", "statement"),
+    [
+        ("Don't forget that I'm vegetarian.", "I'm vegetarian"),
+        ("Remember, I'm vegetarian.", "I'm vegetarian"),
+        ("Note: we're remote.", "We're remote"),
+    ],
+)
+def test_a_short_first_hand_statement_is_remembered_not_taken_for_remember_this(
+    said: str, statement: str
+) -> None:
+    found = only(event(1, "user", said))
+
+    assert (found.memory_type, found.subtype, found.summary) == ("fact", "remembered", statement)
+    assert found.remember is True
+
+
+@pytest.mark.parametrize("said", ["Remember this.", "remember it", "记住我", "Remember me!"])
+def test_a_request_naming_nothing_itself_stays_bare(said: str) -> None:
+    assert extract(event(1, "user", said)) == []
+
+
+def test_a_bare_request_beside_statements_is_named_in_their_detail() -> None:
+    constraint, preference = extract(
+        event(1, "user", "Remember this. We must deploy only on Tuesdays. I prefer tables.")
+    )
+
+    assert constraint.summary == "We must deploy only on Tuesdays"
+    assert constraint.detail["request"] == preference.detail["request"] == "Remember this"
+
+
+def test_a_follow_up_request_is_named_in_the_detail_of_what_it_points_to() -> None:
+    found = only(event(1, "user", "订单服务部署在 prod-k8s 集群"), event(2, "user", "记住这个"))
+
+    assert found.summary == "订单服务部署在 prod-k8s 集群"
+    assert found.detail["request"] == "记住这个"
+    assert found.message_ids == ("msg_1", "msg_2")
 
 
 def test_english_inline_remember_flags_every_candidate_of_the_message() -> None:
