@@ -18,13 +18,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from memories.recall.branches import FusedHit, Fusion, MemorySearch, card_text
 from memories.recall.history import history_candidate
 from memories.recall.pool import MemoryCandidate, ltm_candidate
 from memories.recall.query_profile import Intent, QueryProfile
-from memories.recall.relevance import Alternates, best_holding, content_terms, query_names
+from memories.recall.relevance import (
+    Alternates,
+    best_holding,
+    content_terms,
+    holding_of,
+    query_names,
+)
 from memories.recall.routing import Route, route
-from memories.recall.semantic import CONFIRMING_MARGIN, SEMANTIC_MARGIN, margins
+from memories.recall.semantic import CONFIRMING_MARGIN, SEMANTIC_MARGIN, background, margins
 from memories.recall.timefilter import TimeQuery, TimeWindow, parse_time_query, reanchor
 from profiles.models import Tenant
 
@@ -157,6 +165,7 @@ def settle_route(
                 holding.partly(asking.floor) and margin >= CONFIRMING_MARGIN
             )
             profile.memory_close = margin >= SEMANTIC_MARGIN
+        profile.holds_firmly = holding.firmly(asking.floor, names)
     decided = route(profile, forced_layers=forced_layers)
     if search is not None and (decided.ltm or decided.history):
         search.start_lexical()
@@ -190,7 +199,9 @@ def memory_candidates(
     timings: dict[str, float],
 ) -> tuple[list[MemoryCandidate], list[MemoryCandidate], list[tuple[str, str, str]]]:
     """Long-term and history candidates of the routed sources, and the ones left out
-    (memory_id, source, reason): a vector-only match when the memory holds none of the query."""
+    (memory_id, source, reason): a vector-only match when the memory holds none of the query;
+    and, unless the memory holds the query firmly, a hit that holds too little of it in words
+    and in meaning (so one shared word does not pad the injection with what else was said)."""
     search = asking.search
     if search is None or not (decided.ltm or decided.history):
         return [], [], []
@@ -204,8 +215,22 @@ def memory_candidates(
         "ltm": max((f.similarity for f in found.ltm), default=0.0),
         "history": max((f.similarity for f in found.history), default=0.0),
     }
+    vector = search.query_vector() if profile.content_terms and not profile.holds_firmly else None
+    base = background(np.asarray(vector, dtype=np.float32)) if vector is not None else None
+
+    def weak(source: str, fused: FusedHit) -> bool:
+        if base is None:
+            return False
+        text = card_text(fused.hit) if source == "ltm" else f"{fused.hit.text} {fused.hit.context}"
+        held = holding_of(profile.content_terms, text, asking.alternates).partly(asking.floor)
+        return not held and fused.cosine - base < CONFIRMING_MARGIN
 
     def keep(source: str, fused: FusedHit) -> bool:
+        if weak(source, fused):
+            left_out.append(
+                (fused.key, source, "holds too little of the query, in words or meaning")
+            )
+            return False
         if any(branch.endswith("lexical") for branch in fused.ranks):
             return True
         if strict:

@@ -68,6 +68,7 @@ class QueryProfile:
     # Set by recall once the cheap lexical branches answered (see relevance.py).
     content_terms: list[str] = field(default_factory=list)
     memory_holds: bool = False
+    holds_firmly: bool = False  # two content terms or a name, whatever their meaning
     probe_skipped: bool = False  # the query is about the current task or the profile
     holding_share: float = 0.0
     held_terms: list[str] = field(default_factory=list)

@@ -39,6 +39,37 @@ MIN_HELD_TERMS = 2  # content terms one memory must hold, unless one of them is 
 MIN_STEM_CHARS = 5  # an English stem this long holds its longer forms ("allerg" → "allergi")
 RELATED_KIND = "related_terms"
 _PRONOUNS = ("我们", "你们", "我", "你")
+# Capitalised, yet no name of anything a memory is about.
+_CALENDAR = frozenset(
+    [
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "mondays",
+        "tuesdays",
+        "wednesdays",
+        "thursdays",
+        "fridays",
+        "saturdays",
+        "sundays",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ]
+)
 _WORDS = re.compile(r"[A-Za-z][\w'-]*")
 
 # term -> the term sets (one per related word or phrase) that hold it
@@ -75,7 +106,7 @@ def query_names(query: str, entities: Sequence[str] = ()) -> set[str]:
     """Index terms of what the query names: capitalised words after the first (Caroline,
     Postgres) and the query's entities."""
     words = _WORDS.findall(query)
-    named = [w for w in words[1:] if w[0].isupper()] + list(entities)
+    named = [w for w in words[1:] if w[0].isupper() and w.lower() not in _CALENDAR] + list(entities)
     return {term for name in named for term in bm25_terms(name)}
 
 
