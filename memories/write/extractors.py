@@ -74,6 +74,13 @@ KINDS = {
     for kind in (
         _Kind(Kind.EXCLUSION, MemoryType.FACT, "exclusion", KIND_CONFIDENCE[Kind.EXCLUSION], 0.7),
         _Kind(
+            Kind.CONCLUSION,
+            MemoryType.FACT,
+            "conclusion",
+            KIND_CONFIDENCE[Kind.CONCLUSION],
+            0.7,
+        ),
+        _Kind(
             Kind.CONSTRAINT,
             MemoryType.CONSTRAINT,
             "user_constraint",
@@ -93,6 +100,8 @@ KINDS = {
 }
 HEDGED_CONFIDENCE = 0.5
 ASSISTANT_CONFIDENCE = 0.6
+# Kinds that are the task's working memory: they carry the other spellings of what they name.
+WORKING_KINDS = frozenset({Kind.EXCLUSION, Kind.CONCLUSION})
 REMEMBER_IMPORTANCE = 0.9
 EXCLUDED_VALUE = "excluded"
 
@@ -251,6 +260,9 @@ def _sentence_candidate(
 ) -> Candidate:
     kind = KINDS[reading.kind]
     entities = context.vocabulary.find_entities(sentence)
+    if kind.name in WORKING_KINDS:
+        # "已排除数据库" is found by "is the database ruled out?" too.
+        entities = _unique_names([*entities, *context.vocabulary.synonyms_in(sentence)])
     by_user = event.get("role") == "user"
     if not by_user:
         confidence = ASSISTANT_CONFIDENCE
@@ -398,6 +410,17 @@ def _ids(value: Any) -> tuple[str, ...]:
 
 def _unique_ids(*values: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(str(value) for value in values if value))
+
+
+def _unique_names(names: Sequence[str]) -> list[str]:
+    """Names without repeats, case aside, in order."""
+    seen: set[str] = set()
+    unique = []
+    for name in names:
+        if name.lower() not in seen:
+            seen.add(name.lower())
+            unique.append(name)
+    return unique
 
 
 def _clip(text: str, limit: int) -> str:

@@ -133,7 +133,8 @@ def test_chinese_exclusion_wins_over_constraint_and_has_canonical_key() -> None:
     assert found.subtype == "exclusion"
     assert found.verified is True
     assert (found.confidence, found.importance) == (0.9, 0.7)
-    assert found.entities == ("数据库",)
+    # the task's working memory carries the other spelling, for a question in English
+    assert found.entities == ("数据库", "database")
     assert found.canonical_fact_key == "bug-456:excluded:数据库"
     assert found.fact_value == "excluded"
     assert found.detail["text"] == "不要再查数据库了，已排除"
