@@ -20,7 +20,7 @@ DATA_FILE = Path(__file__).resolve().parent / "data" / "vocabulary.json"
 CASE_SENSITIVE_KINDS = frozenset({"error_name", "entity_pattern"})
 # Latin names in mixed text: `\b` and `\w` see a Chinese character as a boundary, so
 # "billing-api的连接池" names billing-api (Chinese puts no space between words).
-ASCII_KINDS = frozenset({"error_name", "status_code", "entity_pattern"})
+ASCII_KINDS = frozenset({"error_name", "status_code", "entity_pattern", "figure"})
 SYNONYM_KIND = "entity_synonym"
 DICTIONARY_KIND = "entity"
 REDACTION_KIND = "redaction"  # a tenant's own patterns of sensitive data, redacted on writes

@@ -306,6 +306,7 @@ def test_tool_observation_from_error_status_timeout_and_entities() -> None:
             "JIRA-123",
             "bug_456",
         ],
+        "observed_at": "2025-01-01T00:00:00Z",
     }
     assert found.entities == tuple(found.detail["entities"])
     assert found.tags == ("observation", "error", "timeout")
@@ -330,6 +331,7 @@ def test_chinese_tool_observation_from_timeout_and_status_code() -> None:
         "status_codes": ["503"],
         "timeout": True,
         "entities": ["createOrder", "order-service", "staging-cn"],
+        "observed_at": "2025-01-01T00:00:00Z",
     }
     assert (
         found.summary == "tool call_8: HTTP 503, timeout — createOrder, order-service, staging-cn"
