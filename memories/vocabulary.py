@@ -18,12 +18,18 @@ from memoryproject.redaction import DEFAULT, Redactor
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "vocabulary.json"
 CASE_SENSITIVE_KINDS = frozenset({"error_name", "entity_pattern"})
+# Latin names in mixed text: `\b` and `\w` see a Chinese character as a boundary, so
+# "billing-api的连接池" names billing-api (Chinese puts no space between words).
+ASCII_KINDS = frozenset({"error_name", "status_code", "entity_pattern", "figure"})
+SYNONYM_KIND = "entity_synonym"
 DICTIONARY_KIND = "entity"
 REDACTION_KIND = "redaction"  # a tenant's own patterns of sensitive data, redacted on writes
 
 
 def compile_pattern(kind: str, pattern: str) -> re.Pattern[str]:
     flags = 0 if kind in CASE_SENSITIVE_KINDS else re.IGNORECASE
+    if kind in ASCII_KINDS:
+        flags |= re.ASCII
     return re.compile(pattern, flags)
 
 
@@ -64,6 +70,26 @@ class Vocabulary:
             if not any(s <= start and end <= e and (e - s) > (end - start) for s, e, _ in spans)
         ]
         return _unique(value for _, value in sorted(kept))
+
+    def synonyms(self, names: Iterable[str]) -> list[str]:
+        """Dictionary terms that spell the same thing as one of `names`: those an
+        `entity_synonym` pattern matches whole when it matches one of the names whole
+        ("db pool" → "connection pool", "连接池")."""
+        given = [name.strip() for name in names if name.strip()]
+        found: list[str] = []
+        for pattern in self.patterns.get(SYNONYM_KIND, ()):
+            if any(pattern.fullmatch(name) for name in given):
+                found.extend(term for term in self.entities if pattern.fullmatch(term))
+        return _unique(found)
+
+    def synonyms_in(self, text: str) -> list[str]:
+        """Dictionary terms spelling the same thing as a spelling `text` holds ("the db pool is
+        saturated" → "connection pool", "连接池")."""
+        found: list[str] = []
+        for pattern in self.patterns.get(SYNONYM_KIND, ()):
+            if pattern.search(text):
+                found.extend(term for term in self.entities if pattern.fullmatch(term))
+        return _unique(found)
 
     def extended(self, entries: Iterable[tuple[str, str]]) -> Vocabulary:
         """A copy with extra (kind, value) entries: dictionary terms or patterns."""

@@ -85,6 +85,24 @@ class Dropped:
     reason: str
 
 
+def in_scope(
+    items: Iterable[StmItem], *, task_id: str, session_id: str
+) -> tuple[list[StmItem], list[Dropped]]:
+    """The items a recall in this task and session may see, and the others as dropped: a
+    task's working memory (its tool results, the assistant's conclusions) stays in that task,
+    though the entity index or a user-wide match finds it from another."""
+    kept: list[StmItem] = []
+    dropped: list[Dropped] = []
+    for item in items:
+        if item.in_scope(task_id=task_id, session_id=session_id):
+            kept.append(item)
+        else:
+            where = f"task {item.task_id}" if item.task_id else f"session {item.session_id}"
+            reason = f"working memory of {where} ({item.source.get('kind')})"
+            dropped.append(Dropped(item.id, "redis", reason))
+    return kept, dropped
+
+
 def content_fingerprint(text: str) -> str:
     """The same fact worded identically (case and punctuation aside), whichever layer holds it."""
     return hashlib.sha256(normalise_fact(text).encode()).hexdigest()[:24]

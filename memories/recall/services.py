@@ -41,6 +41,7 @@ from memories.recall.pool import (
     Weights,
     apply_authority,
     deduplicate,
+    in_scope,
     query_terms,
     rescore,
     stm_candidate,
@@ -374,6 +375,10 @@ def _stm_candidates(
     if decided.redis and owner is not None and "redis" not in trace.degraded:
         items = _fetch_items(owner, routed.probe, profile, trace)
         items = list({i.id: i for i in [*items, *routed.matched]}.values())
+        items, elsewhere = in_scope(
+            items, task_id=profile.active_task_id, session_id=request.session_id
+        )
+        trace.dropped.extend(elsewhere)
         candidates = [
             stm_candidate(
                 item,

@@ -38,7 +38,7 @@ logger = logging.getLogger(__name__)
 
 # Task-local state: what belongs to the task at hand, never to long-term memory.
 TASK_LOCAL_TYPES = (MemoryType.HYPOTHESIS, MemoryType.OBSERVATION)
-TASK_LOCAL_SUBTYPES = ("tool_result", "exclusion", "next_step", "progress")
+TASK_LOCAL_SUBTYPES = ("tool_result", "exclusion", "conclusion", "next_step", "progress")
 NEXT_STEP_WORDS = ("下一步", "接下来", "next step", "next, ", "then check", "待办", "todo")
 
 CARD_TYPE_FOR = {
@@ -81,6 +81,8 @@ def task_local_reason(item: StmItem) -> str:
         return f"a {item.memory_type} belongs to the task at hand"
     if item.subtype in TASK_LOCAL_SUBTYPES:
         return f"a {item.subtype} is task-local"
+    if item.source.get("kind") == "tool":
+        return "a tool result belongs to the task at hand"
     text = item.summary.lower()
     if any(word in text for word in NEXT_STEP_WORDS):
         return "a next step of the current task"

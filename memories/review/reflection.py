@@ -37,6 +37,18 @@ EPISODE_TYPES = (MemoryType.FACT, MemoryType.DECISION, MemoryType.OBSERVATION)
 MAX_EPISODES = 200  # newest live episodes of a user considered at once
 
 
+def is_episode(item: StmItem, now: float) -> bool:
+    """Whether the item is something that happened, worth reflecting on: a live fact, decision
+    or observation, but not a tool's reading of figures (a snapshot the next reading replaces)
+    nor the assistant's own conclusion (working memory of its task, never proposed)."""
+    if not item.is_live(now) or item.memory_type not in EPISODE_TYPES:
+        return False
+    kind = item.source.get("kind")
+    if kind == "tool" and "figures" in item.tags and not {"error", "timeout"} & set(item.tags):
+        return False
+    return not (kind == "assistant" and item.subtype == "conclusion")
+
+
 def related_groups(
     items: Sequence[StmItem], *, similarity: float, vectors: np.ndarray | None = None
 ) -> list[list[StmItem]]:
@@ -111,7 +123,7 @@ def reflection_run(
         episodes = [
             item
             for item in store.items_of(owner=owner, limit=MAX_EPISODES)
-            if item.is_live(now) and item.memory_type in EPISODE_TYPES
+            if is_episode(item, now)
         ]
         mark = store.reflection_mark(owner=owner)
         new = [item for item in episodes if item.updated_at > mark]

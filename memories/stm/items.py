@@ -31,6 +31,11 @@ class Status:
     DELETED = "deleted"
 
 
+# Whose words are the working memory of the task they were seen in (or, without a task, of the
+# session): what a tool returned and what the assistant stated. Only the user's words, and what
+# a reviewer accepted, reach beyond it.
+WORKING_SOURCES = frozenset({"tool", "assistant"})
+
 JSON_FIELDS = ("detail", "entities", "tags", "source", "sessions", "fingerprints")
 FLOAT_FIELDS = (
     "confidence",
@@ -121,6 +126,20 @@ class StmItem:
     def is_live(self, now: float) -> bool:
         """Active and not yet expired: what reads may return."""
         return self.status == Status.ACTIVE and self.expires_at > now
+
+    @property
+    def is_working_memory(self) -> bool:
+        """A tool's result or the assistant's statement: state of its task, not the user's."""
+        return self.source.get("kind") in WORKING_SOURCES
+
+    def in_scope(self, *, task_id: str, session_id: str) -> bool:
+        """Whether a recall in this task and session may see the item: working memory only
+        within its own task (or, made without one, its own session); anything else always."""
+        if not self.is_working_memory:
+            return True
+        if self.task_id:
+            return self.task_id == task_id
+        return session_id == self.session_id or session_id in self.sessions
 
 
 def _kind(name: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -30,6 +31,13 @@ WHOLE_OUTPUT_LINES = 20
 SIGNAL_CONTEXT_LINES = 2
 MAX_TOOL_ITEMS = 5
 MAX_TOOL_ENTITIES = 8
+MAX_FIGURES = 6
+MAX_SUMMARY_ENTITIES = 3
+MAX_SYNONYMS = 2  # other spellings an observation carries beyond its entities
+MAX_TOOL_NAME_CHARS = 64
+# A tool's name from the event's metadata, as history and compression read it.
+TOOL_NAME_KEYS = ("tool_name", "tool", "name")
+_TOOL_NAME = re.compile(r"[\w.:/@-]+")
 # Below this weight (two per Latin word, one per CJK character) what is left of a
 # "remember" message once its remember phrase is removed is taken as filler, not content.
 BARE_REMEMBER_WEIGHT = 4
@@ -76,6 +84,13 @@ KINDS = {
     for kind in (
         _Kind(Kind.EXCLUSION, MemoryType.FACT, "exclusion", KIND_CONFIDENCE[Kind.EXCLUSION], 0.7),
         _Kind(
+            Kind.CONCLUSION,
+            MemoryType.FACT,
+            "conclusion",
+            KIND_CONFIDENCE[Kind.CONCLUSION],
+            0.7,
+        ),
+        _Kind(
             Kind.CONSTRAINT,
             MemoryType.CONSTRAINT,
             "user_constraint",
@@ -95,6 +110,10 @@ KINDS = {
 }
 HEDGED_CONFIDENCE = 0.5
 ASSISTANT_CONFIDENCE = 0.6
+# What a tool printed is what it measured, though only at that moment.
+TOOL_CONFIDENCE = 0.9
+# Kinds that are the task's working memory: they carry the other spellings of what they name.
+WORKING_KINDS = frozenset({Kind.EXCLUSION, Kind.CONCLUSION})
 REMEMBER_IMPORTANCE = 0.9
 EXCLUDED_VALUE = "excluded"
 
@@ -183,7 +202,9 @@ class RuleExtractor:
         return found, bare_request
 
     def _tool(self, event: Mapping[str, Any], context: ExtractionContext) -> Candidate | None:
-        """One short observation from the signals of a tool result, never its raw output."""
+        """One short observation from a tool result, never its raw output: the errors, HTTP
+        statuses and timeouts it reports, the figures it reads (metric and value), and the
+        entities they concern. A result with none of them proposes nothing."""
         vocabulary = context.vocabulary
         output = _text(event.get("content"))
         errors = vocabulary.findall("error_name", output)[:MAX_TOOL_ITEMS]
@@ -193,20 +214,58 @@ class RuleExtractor:
             if code.isdigit() and int(code) >= MIN_ERROR_STATUS
         ][:MAX_TOOL_ITEMS]
         timeout = vocabulary.matches("timeout", output)
-        if not (errors or status_codes or timeout):
+        region, core = _signal_region(output, vocabulary)
+        figures = read_figures(core, vocabulary)
+        if not (errors or status_codes or timeout or figures):
             return None
-        entities = vocabulary.find_entities(_signal_region(output, vocabulary))
+        # The names on the signal lines first: the lines around them may name other things.
+        on_signal_lines = vocabulary.find_entities(core)
+        entities = _unique_names([*on_signal_lines, *vocabulary.find_entities(region)])
         entities = entities[:MAX_TOOL_ENTITIES]
+        tool = tool_name(event)
         tool_call_id = str(event.get("tool_call_id") or "")
-        key = f"{context.scope}:observation:{tool_call_id}" if tool_call_id else ""
         signals = [*errors, *(f"HTTP {code}" for code in status_codes)]
         if timeout:
             signals.append("timeout")
         known_errors = {error.lower() for error in errors}
         named = [entity for entity in entities if entity.lower() not in known_errors]
-        summary = f"tool {tool_call_id}: " if tool_call_id else "tool: "
-        summary += ", ".join(signals) + (" — " + ", ".join(named) if named else "")
+        label = f"tool {tool or tool_call_id}".rstrip()
+        key = f"{context.scope}:observation:{tool_call_id}" if tool_call_id else ""
+        fact_value = ""
+        if figures:
+            # What the figures are about, then who read them: "billing-api (psql_stats): …".
+            read = " ".join(figure.name.lower() for figure in figures)
+            core_names = {entity.lower() for entity in on_signal_lines}
+            about = [e for e in named if e.lower() in core_names and e.lower() not in read]
+            about = about[:MAX_SUMMARY_ENTITIES]
+            head = f"{', '.join(about)} ({tool or label})" if about else tool or label
+            summary = f"{head}: " + ", ".join(figure.text for figure in figures)
+            summary += "; " + ", ".join(signals) if signals else ""
+            if tool and about:
+                # A newer reading of the same tool about the same thing replaces the older.
+                key = f"{context.scope}:observation:{tool}:{about[0]}".lower()
+                fact_value = _clip(summary, MAX_TOOL_SUMMARY_CHARS)
+        else:
+            summary = f"{label}: " + ", ".join(signals)
+            summary += " — " + ", ".join(named) if named else ""
+        # Pool figures concern the connection pool, in either language ("连接池").
+        names = [*entities, *(figure.name for figure in figures)]
+        carried = _unique_names([*entities, *vocabulary.synonyms(names)])
+        detail: dict[str, Any] = {
+            "errors": errors,
+            "status_codes": status_codes,
+            "timeout": timeout,
+            "entities": entities,
+        }
+        if tool:
+            detail["tool"] = tool
+        if figures:
+            detail["figures"] = [figure.as_dict() for figure in figures]
+        if event.get("created_at"):
+            detail["observed_at"] = str(event["created_at"])
         tags = [MemoryType.OBSERVATION]
+        if figures:
+            tags.append("figures")
         if errors or status_codes:
             tags.append("error")
         if timeout:
@@ -218,22 +277,117 @@ class RuleExtractor:
             memory_type=MemoryType.OBSERVATION,
             subtype="tool_result",
             summary=_clip(summary, MAX_TOOL_SUMMARY_CHARS),
-            detail={
-                "errors": errors,
-                "status_codes": status_codes,
-                "timeout": timeout,
-                "entities": entities,
-            },
-            entities=tuple(entities),
+            detail=detail,
+            entities=tuple(carried[: MAX_TOOL_ENTITIES + MAX_SYNONYMS]),
             tags=tuple(tags),
             source_kind=SourceKind.TOOL,
             message_ids=_ids(event.get("id")),
             tool_call_ids=_ids(tool_call_id),
-            confidence=0.9,
-            importance=0.6,
+            confidence=TOOL_CONFIDENCE,
+            importance=0.6 if signals else 0.5,
             canonical_fact_key=key,
+            fact_value=fact_value,
             verified=True,
         )
+
+
+# --- figures ---------------------------------------------------------------------------------
+# The value of a figure: a number, a ratio ("48/50") and a unit; not part of a date, a time or a
+# version ("2025-01-01", "10:02:30", "1.2.3").
+_NUMBER = r"\d+(?:[.,]\d+)?"
+_UNIT = (
+    r"(?:%|ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|[kmgt]i?b|b|k|m|/s|"
+    r"rps|qps|req/s|ops/s|毫秒|秒|分钟|小时|个|次|条)"
+)
+_VALUE = (
+    rf"(?<![\w.:/,-])[~≈]?{_NUMBER}(?:\s?/\s?{_NUMBER})?(?:\s?{_UNIT})?"
+    r"(?![.:/-]?\d)(?![A-Za-z])"
+)
+_QUALIFIER = r"(?:\s(?:in use|used|busy|idle|free|queued|waiting|pending|active))?"
+# After a metric's name: separators, at most one linking word, then the value.
+_VALUE_AFTER = re.compile(
+    r"""(?:["'\s]*[:=：]\s*["']?|\s*)"""
+    r"(?:(?:is|was|at|of|now|currently|为|是|达到|约|现在|当前)\s*[:=：]?\s*)?"
+    rf"(?P<value>{_VALUE})(?P<qualifier>{_QUALIFIER})",
+    re.IGNORECASE | re.ASCII,
+)
+# Before it ("48/50 connections", "93% CPU"), with nothing but spaces between.
+_VALUE_BEFORE = re.compile(rf"(?P<value>{_VALUE})\s*$", re.IGNORECASE | re.ASCII)
+_BEFORE_WINDOW = 24
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure a tool result reports: a metric's name and its value, as written."""
+
+    name: str
+    value: str
+    text: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"name": self.name, "value": self.value}
+
+
+def read_figures(text: str, vocabulary: Vocabulary, *, limit: int = MAX_FIGURES) -> list[Figure]:
+    """The figures of `text`, in order: a `figure` name with a value right after it (or right
+    before it), the first value of each name only, at most `limit`."""
+    spans = sorted(
+        (match.start(), match.end())
+        for pattern in vocabulary.patterns.get("figure", ())
+        for match in pattern.finditer(text)
+        if match.end() > match.start()
+    )
+    # A name inside a longer one ("pool" in "db pool") is the longer one's.
+    names = [
+        (start, end)
+        for start, end in spans
+        if not any(s <= start and end <= e and (e - s) > (end - start) for s, e in spans)
+    ]
+    found: list[Figure] = []
+    seen: set[str] = set()
+    taken_until = 0
+    for start, end in dict.fromkeys(names):
+        if start < taken_until:
+            continue  # part of the figure read just before
+        name = " ".join(text[start:end].split())
+        after = _VALUE_AFTER.match(text, end)
+        if after:
+            value = " ".join(after.group("value").split())
+            qualifier = " ".join(after.group("qualifier").split())
+            figure = Figure(name, value, " ".join(filter(None, (name, value, qualifier))))
+            stop = after.end()
+        else:
+            window = text[max(taken_until, start - _BEFORE_WINDOW) : start]
+            before = _VALUE_BEFORE.search(window)
+            if before is None:
+                continue
+            value = " ".join(before.group("value").split())
+            figure = Figure(name, value, f"{value} {name}")
+            stop = end
+        taken_until = stop
+        if name.lower() in seen:
+            continue
+        seen.add(name.lower())
+        found.append(figure)
+        if len(found) >= limit:
+            break
+    return found
+
+
+def tool_name(event: Mapping[str, Any]) -> str:
+    """The tool's name from the event's metadata (`tool_name`, `tool` or `name`): one short
+    word of letters, digits and `_ . : / @ -` ("psql_stats", "k8s.get_pods"), else ''."""
+    metadata = event.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return ""
+    for key in TOOL_NAME_KEYS:
+        value = metadata.get(key)
+        if not isinstance(value, str):
+            continue
+        value = value.strip()
+        if 0 < len(value) <= MAX_TOOL_NAME_CHARS and _TOOL_NAME.fullmatch(value):
+            return value
+    return ""
 
 
 def split_sentences(text: str) -> list[str]:
@@ -255,6 +409,9 @@ def _sentence_candidate(
 ) -> Candidate:
     kind = KINDS[reading.kind]
     entities = context.vocabulary.find_entities(sentence)
+    if kind.name in WORKING_KINDS:
+        # "已排除数据库" is found by "is the database ruled out?" too.
+        entities = _unique_names([*entities, *context.vocabulary.synonyms_in(sentence)])
     by_user = event.get("role") == "user"
     if not by_user:
         confidence = ASSISTANT_CONFIDENCE
@@ -378,17 +535,31 @@ def _is_filler(rest: str, vocabulary: Vocabulary) -> bool:
     return vocabulary.matches("not_fact", stripped) or vocabulary.matches("question", stripped)
 
 
-def _signal_region(output: str, vocabulary: Vocabulary) -> str:
-    """The lines of a tool output around its signals, or all of a short output."""
+def _signal_region(output: str, vocabulary: Vocabulary) -> tuple[str, str]:
+    """The lines of a tool output around its signals, or all of a short output; and, apart,
+    the lines that hold the signals themselves.
+
+    Errors, HTTP statuses and timeouts bring the lines around them; a line holding a figure
+    is kept alone. A long output without either (a pasted log) gives nothing.
+    """
     lines = output.splitlines()
     if len(lines) <= WHOLE_OUTPUT_LINES:
-        return output
+        return output, output
     keep: set[int] = set()
+    core: set[int] = set()
     for number, line in enumerate(lines):
         if any(vocabulary.matches(kind, line) for kind in ("error_name", "status_code", "timeout")):
             first = max(0, number - SIGNAL_CONTEXT_LINES)
             keep.update(range(first, number + SIGNAL_CONTEXT_LINES + 1))
-    return "\n".join(lines[number] for number in sorted(keep) if number < len(lines))
+            core.add(number)
+        elif len(keep) < WHOLE_OUTPUT_LINES and read_figures(line, vocabulary, limit=1):
+            keep.add(number)
+            core.add(number)
+
+    def joined(numbers: set[int]) -> str:
+        return "\n".join(lines[number] for number in sorted(numbers) if number < len(lines))
+
+    return joined(keep), joined(core)
 
 
 def _in_order(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -430,6 +601,17 @@ def _ids(value: Any) -> tuple[str, ...]:
 
 def _unique_ids(*values: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(str(value) for value in values if value))
+
+
+def _unique_names(names: Sequence[str]) -> list[str]:
+    """Names without repeats, case aside, in order."""
+    seen: set[str] = set()
+    unique = []
+    for name in names:
+        if name.lower() not in seen:
+            seen.add(name.lower())
+            unique.append(name)
+    return unique
 
 
 def _clip(text: str, limit: int) -> str:

@@ -32,6 +32,7 @@ OPENING_WORD = re.compile(r"(?:i|i'm|i've|i'd|i'll|my|mine|our|we|we're|we've|th
 
 class Kind:
     EXCLUSION = "exclusion"
+    CONCLUSION = "conclusion"  # a finding of the task at hand: "root cause is …", "问题出在…"
     CONSTRAINT = "constraint"
     DECISION = "decision"
     PREFERENCE = "preference"
@@ -70,22 +71,27 @@ def clauses_of(sentence: str, vocabulary: Vocabulary) -> list[str]:
 
     A break counts only when the part before it holds a `clause_subject` of its own and is
     no `clause_dependent`, so "Tom and I went hiking" and "If I can and I have time, ..."
-    stay whole.
+    stay whole; a `finding_break` (a comma before a second finding of the task: "已排除数据库，
+    问题出在连接池") always counts.
     """
     breaks = sorted(
-        (match.start(), match.end())
-        for pattern in vocabulary.patterns.get("clause_break", ())
+        (match.start(), match.end(), kind)
+        for kind in ("clause_break", "finding_break")
+        for pattern in vocabulary.patterns.get(kind, ())
         for match in pattern.finditer(sentence)
         if match.end() > match.start()
     )
     clauses = []
     start = 0
-    for break_start, break_end in breaks:
+    for break_start, break_end, kind in breaks:
         if break_start < start:
             continue  # two patterns matched the same break
         part = sentence[start:break_start].strip(LEAD_PUNCTUATION)
-        if vocabulary.matches("clause_subject", part) and not vocabulary.matches(
-            "clause_dependent", without_leads(part, vocabulary)
+        if not part:
+            continue
+        if kind == "finding_break" or (
+            vocabulary.matches("clause_subject", part)
+            and not vocabulary.matches("clause_dependent", without_leads(part, vocabulary))
         ):
             clauses.append(part)
             start = break_end
@@ -232,8 +238,15 @@ def _read(text: str, vocabulary: Vocabulary, *, end: str, hedged: bool, by_user:
         if hedged and not by_user:
             return Reading(Kind.NONE, "the assistant's hedged claim is a guess", text)
         return Reading(Kind.DECISION, f"a decision ({decision})", text)
+    conclusion = _first(vocabulary, "conclusion", text)
     if not by_user:
-        return Reading(Kind.NONE, "no decision or exclusion by the assistant", text)
+        if not conclusion:
+            return Reading(Kind.NONE, "no conclusion, decision or exclusion by the assistant", text)
+        if hedged:
+            return Reading(Kind.NONE, "a hedged conclusion is a guess", text)
+        if is_question(stripped, end, vocabulary):
+            return Reading(Kind.NONE, "a question, not a conclusion", text)
+        return Reading(Kind.CONCLUSION, f"states a finding ({conclusion})", text)
     key, value = keyed_value(text, vocabulary)
     question = is_question(stripped, end, vocabulary)
     preference = _preference(text, stripped, vocabulary)
@@ -250,6 +263,9 @@ def _read(text: str, vocabulary: Vocabulary, *, end: str, hedged: bool, by_user:
         return Reading(kind, f"states {key}", text, key=key, value=value)
     if fact := _stated_fact(text, stripped, vocabulary):
         return Reading(Kind.FACT, fact, text)
+    if conclusion:
+        # A finding of the task at hand that states no fact of the user's world.
+        return Reading(Kind.CONCLUSION, f"states a finding ({conclusion})", text)
     return Reading(Kind.NONE, "states nothing about the user, their world or their work", text)
 
 
@@ -365,6 +381,7 @@ def _as_statements(
 # Confidence of a user's unhedged statement of each kind.
 KIND_CONFIDENCE = {
     Kind.EXCLUSION: 0.9,
+    Kind.CONCLUSION: 0.85,
     Kind.CONSTRAINT: 0.9,
     Kind.DECISION: 0.85,
     Kind.PREFERENCE: 0.85,

@@ -1,74 +1,19 @@
-"""A real Celery worker against the real broker: an append is extracted in the background."""
+"""A real Celery worker against the real broker: an append is extracted in the background.
+
+The `worker` and `publish_to_broker` fixtures live in tests/memories/conftest.py.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from django.db import connection
 from django.urls import reverse
 from rest_framework.test import APIClient
 
 from memories.stm.selectors import stm_items_for
-from memoryproject.celery import app
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def worker(tmp_path):
-    settings_dict = connection.settings_dict
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "CELERY_TASK_ALWAYS_EAGER": "0",
-        # the worker must use the database pytest created, not the configured one
-        "DATABASE_URL": (
-            f"postgres://{settings_dict['USER']}@{settings_dict['HOST'] or '127.0.0.1'}:"
-            f"{settings_dict['PORT'] or 5432}/{settings_dict['NAME']}"
-        ),
-    }
-    log_path = tmp_path / "worker.log"
-    log = log_path.open("w")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "memoryproject",
-            "worker",
-            "--pool",
-            "solo",
-            "--loglevel",
-            "INFO",
-            "--without-heartbeat",
-            "--without-mingle",
-            "--without-gossip",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    process.log_path = log_path  # type: ignore[attr-defined]
-    yield process
-    process.terminate()
-    process.wait(timeout=30)
-    log.close()
-
-
-@pytest.fixture
-def publish_to_broker():
-    app.conf.task_always_eager = False
-    yield
-    app.conf.task_always_eager = True
 
 
 @pytest.mark.django_db(transaction=True)

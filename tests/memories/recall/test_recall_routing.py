@@ -29,6 +29,7 @@ def profile_of(query: str, runtime: RuntimeState = FRESH):
         ("我的偏好和习惯", FRESH, Intent.PROFILE_QUERY),
         ("what are my preferences?", FRESH, Intent.PROFILE_QUERY),
         ("验证一下现在的状态", TASK, Intent.VERIFY_CURRENT_STATE),
+        ("billing-api 的连接池现在什么情况？", TASK, Intent.VERIFY_CURRENT_STATE),
         ("please verify the current state", TASK, Intent.VERIFY_CURRENT_STATE),
         ("下一步做什么", TASK, Intent.CONTINUE_TASK),
         ("what is the next step?", TASK, Intent.CONTINUE_TASK),
@@ -83,6 +84,31 @@ def test_routing_rules(query: str, runtime: RuntimeState, pg: bool, redis: bool,
     assert (decided.postgres, decided.redis, decided.ltm) == (pg, redis, ltm), decided.reasons
     for layer, asked in (("postgres", pg), ("redis", redis), ("ltm", ltm)):
         assert bool(decided.reasons[layer]) == asked
+
+
+# A debugging task whose tool results named billing-api and its connection pool.
+BILLING = RuntimeState(
+    active_task_id="bug-789",
+    session_recent=True,
+    session_entities=("billing-api", "connection pool", "连接池"),
+    known_entities=("billing-api", "连接池"),
+)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "billing-api 的连接池现在什么情况？",
+        "billing-api的连接池现在什么情况？",
+        "what did the pool look like on billing-api?",
+    ],
+)
+def test_a_question_naming_what_the_task_saw_asks_short_term_memory(query: str) -> None:
+    profile = profile_of(query, BILLING)
+
+    assert "billing-api" in profile.entities
+    assert profile.recent_entity_overlap >= 1 and profile.topic_shift is False
+    assert route(profile).redis
 
 
 def test_insufficient_short_term_results_ask_long_term_memory() -> None:

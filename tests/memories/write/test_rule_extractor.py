@@ -133,7 +133,8 @@ def test_chinese_exclusion_wins_over_constraint_and_has_canonical_key() -> None:
     assert found.subtype == "exclusion"
     assert found.verified is True
     assert (found.confidence, found.importance) == (0.9, 0.7)
-    assert found.entities == ("数据库",)
+    # the task's working memory carries the other spelling, for a question in English
+    assert found.entities == ("数据库", "database")
     assert found.canonical_fact_key == "bug-456:excluded:数据库"
     assert found.fact_value == "excluded"
     assert found.detail["text"] == "不要再查数据库了，已排除"
@@ -466,6 +467,7 @@ def test_tool_observation_from_error_status_timeout_and_entities() -> None:
             "JIRA-123",
             "bug_456",
         ],
+        "observed_at": "2025-01-01T00:00:00Z",
     }
     assert found.entities == tuple(found.detail["entities"])
     assert found.tags == ("observation", "error", "timeout")
@@ -490,6 +492,7 @@ def test_chinese_tool_observation_from_timeout_and_status_code() -> None:
         "status_codes": ["503"],
         "timeout": True,
         "entities": ["createOrder", "order-service", "staging-cn"],
+        "observed_at": "2025-01-01T00:00:00Z",
     }
     assert (
         found.summary == "tool call_8: HTTP 503, timeout — createOrder, order-service, staging-cn"
