@@ -219,8 +219,8 @@ def memory_candidates(
     base = background(np.asarray(vector, dtype=np.float32)) if vector is not None else None
 
     def weak(source: str, fused: FusedHit) -> bool:
-        if base is None:
-            return False
+        if base is None or f"{source}.vector" in found.failed:
+            return False  # its meaning is unknown: the words decide, as before
         text = card_text(fused.hit) if source == "ltm" else f"{fused.hit.text} {fused.hit.context}"
         held = holding_of(profile.content_terms, text, asking.alternates).partly(asking.floor)
         return not held and fused.cosine - base < CONFIRMING_MARGIN
