@@ -14,11 +14,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-
-import numpy as np
 
 from memories.recall.branches import FusedHit, Fusion, MemorySearch, card_text
 from memories.recall.history import history_candidate
@@ -32,7 +30,7 @@ from memories.recall.relevance import (
     query_names,
 )
 from memories.recall.routing import Route, route
-from memories.recall.semantic import CONFIRMING_MARGIN, SEMANTIC_MARGIN, background, margins
+from memories.recall.semantic import CONFIRMING_MARGIN, SEMANTIC_MARGIN, background
 from memories.recall.timefilter import TimeQuery, TimeWindow, parse_time_query, reanchor
 from profiles.models import Tenant
 
@@ -65,10 +63,20 @@ class Asking:
     floor: float
     depth: int
     alternates: Alternates | None = None
+    _meaning: tuple[list[float], float] | None = field(default=None, repr=False)
 
     @property
     def window(self) -> TimeWindow | None:
         return self.time_query.window
+
+    def meaning(self) -> tuple[list[float], float] | None:
+        """The query's embedding and its background (`semantic.py`), worked out once; None
+        when nothing embeds the query or the embedding failed."""
+        if self._meaning is None and self.search is not None:
+            vector = self.search.query_vector()
+            if vector is not None:
+                self._meaning = (vector, background(vector))
+        return self._meaning
 
 
 def start_asking(
@@ -155,7 +163,7 @@ def settle_route(
         names = query_names(query, profile.entities)
         profile.holding_share = holding.share
         profile.held_terms = list(holding.terms)
-        margin = _closest_margin(search)
+        margin = _closest_margin(asking)
         if margin is None:  # no embedding: the words alone decide
             profile.memory_holds = holding.holds(asking.floor, names)
         else:
@@ -179,15 +187,15 @@ def settle_route(
     return decided
 
 
-def _closest_margin(search: MemorySearch) -> float | None:
+def _closest_margin(asking: Asking) -> float | None:
     """How far the closest card or history entry in meaning lies above the query's background;
     None when the query could not be embedded."""
-    vector = search.query_vector()
-    if vector is None:
+    meaning = asking.meaning()
+    if meaning is None or asking.search is None:
         return None
-    found = search.nearest_cosines()
+    found = asking.search.nearest_cosines()
     best = max((cosine for hits in found.values() for _, cosine in hits[:1]), default=None)
-    return margins(vector, [best])[0] if best is not None else 0.0
+    return round(best - meaning[1], 4) if best is not None else 0.0
 
 
 def memory_candidates(
@@ -215,8 +223,8 @@ def memory_candidates(
         "ltm": max((f.similarity for f in found.ltm), default=0.0),
         "history": max((f.similarity for f in found.history), default=0.0),
     }
-    vector = search.query_vector() if profile.content_terms and not profile.holds_firmly else None
-    base = background(np.asarray(vector, dtype=np.float32)) if vector is not None else None
+    meaning = asking.meaning() if profile.content_terms and not profile.holds_firmly else None
+    base = meaning[1] if meaning is not None else None
 
     def weak(source: str, fused: FusedHit) -> bool:
         if base is None or f"{source}.vector" in found.failed:

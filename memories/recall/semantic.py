@@ -40,15 +40,9 @@ def warm_up() -> None:
     _reference()
 
 
-def background(query: np.ndarray) -> float:
+def background(query: Sequence[float] | np.ndarray) -> float:
     """The query's mean cosine to the background statements."""
-    return float((_reference() @ query).mean())
-
-
-def margins(query: Sequence[float] | np.ndarray, cosines: Sequence[float]) -> list[float]:
-    """How far each cosine to the query lies above the query's background."""
-    base = background(np.asarray(query, dtype=np.float32))
-    return [round(float(c) - base, 4) for c in cosines]
+    return float((_reference() @ np.asarray(query, dtype=np.float32)).mean())
 
 
 def cosines(query: Sequence[float] | np.ndarray, vectors: np.ndarray) -> list[float]:

@@ -55,7 +55,7 @@ from memories.recall.relevance import (
     related_words,
 )
 from memories.recall.routing import LAYERS, Route, route
-from memories.recall.semantic import CONFIRMING_MARGIN, SEMANTIC_MARGIN, cosines, margins
+from memories.recall.semantic import CONFIRMING_MARGIN, SEMANTIC_MARGIN, cosines
 from memories.recall.standing import standing_indexes, standing_rules, user_matches
 from memories.stm.items import StmItem
 from memories.stm.store import now_seconds, recall_stm_store
@@ -297,15 +297,15 @@ def _close_items(
     asking: Asking,
     trace: _Trace,
 ) -> dict[str, float]:
-    """The user's newest live items matched again, now by meaning as well (item id -> margin
-    above the query's background): a partial word match counts when its meaning agrees, an
-    item close in meaning counts whatever its words; Layer 2 is routed again with them.
+    """The user's newest live items matched again, now by meaning as well: a partial word match
+    counts when its meaning agrees, an item close in meaning counts whatever its words; Layer 2
+    is routed again with them. Returns the items (of the session too) at least
+    `CONFIRMING_MARGIN` above the query's background, id -> margin: they score as relevant.
 
     Only when long-term memory is being asked anyway: its query embedding is shared, and a task
     step the rules answer embeds nothing."""
-    search = asking.search
     items = {**routed.probe.user_items, **routed.probe.items}
-    if search is None or owner is None or not items or "redis" in trace.degraded:
+    if asking.search is None or owner is None or not items or "redis" in trace.degraded:
         return {}
     started = time.perf_counter()
     try:
@@ -315,12 +315,14 @@ def _close_items(
         return {}
     finally:
         trace.timed("redis", started)
-    vector = search.query_vector() if stored else None
-    if vector is None:
+    meaning = asking.meaning() if stored else None
+    if meaning is None:
         return {}
+    vector, base = meaning
     ids = list(stored)
     rows = np.frombuffer(b"".join(stored[i] for i in ids), dtype=np.float16).reshape(len(ids), -1)
-    margin = dict(zip(ids, margins(vector, cosines(vector, rows.astype(np.float32))), strict=True))
+    scored = cosines(vector, rows.astype(np.float32))
+    margin = {i: c - base for i, c in zip(ids, scored, strict=True)}
     single = len(routed.profile.content_terms) == 1
     confirmed = [
         item
