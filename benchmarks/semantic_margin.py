@@ -23,21 +23,35 @@ from pathlib import Path
 from _setup import ROOT, django_setup
 
 DATA = ROOT / "tests" / "data" / "agent_questions.json"
-GRID = [round(0.01 * step, 2) for step in range(4, 17)]
+GRID = [round(0.01 * step, 2) for step in range(0, 17)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--max-unrelated", type=float, default=0.02)
+    parser.add_argument(
+        "--background",
+        choices=("reference-mean", "reference-nearest3", "user-median"),
+        default="reference-mean",
+        help="what a cosine is judged against: recall's (the default) or an alternative tried",
+    )
     args = parser.parse_args()
     django_setup()
     import numpy as np
 
     from memories.ltm.embedder import embedder
-    from memories.recall.semantic import background
+    from memories.recall.semantic import _reference, background
 
     model = embedder()
+
+    def base_of(query: np.ndarray, cosines: np.ndarray) -> float:
+        if args.background == "reference-nearest3":
+            return float(np.sort(_reference() @ query)[-3:].mean())
+        if args.background == "user-median":
+            return float(np.median(cosines))
+        return background(query)
+
     personas = json.loads(args.data.read_text())["personas"]
     # (split, lang, kind) -> list of (margin of the expected statement, best margin of any)
     rows: dict[tuple[str, str, str], list[float]] = defaultdict(list)
@@ -47,13 +61,14 @@ def main() -> None:
         passages = model.embed_passages([s["text"] for s in statements])
         for case in persona["cases"]:
             query = model.embed_query(case["question"])
-            base = background(query)
             cosines = passages @ query
+            base = base_of(query, cosines)
             expected = max(float(cosines[ids.index(i)]) for i in case["expects"])
             rows[(persona["split"], persona["lang"], "case")].append(expected - base)
         for unrelated in persona["unrelated"]:
             query = model.embed_query(unrelated["question"])
-            best = float(np.max(passages @ query)) - background(query)
+            cosines = passages @ query
+            best = float(np.max(cosines)) - base_of(query, cosines)
             rows[(persona["split"], persona["lang"], "unrelated")].append(best)
 
     def share(split: str, lang: str, kind: str, margin: float) -> float:
