@@ -8,6 +8,11 @@ the cached branch lists under every setting of a grid and prints evidence any@k 
 single branches and the best settings, so the defaults in the recall policy are measured, not
 guessed. Nothing is written.
 
+With `--folds`, the grid is chosen by cross-validation as well: for each conversation, the best
+setting on the other conversations is scored on it alone, and the figures of every left-out
+conversation together are printed beside the in-sample best (the ones the defaults were chosen
+by) and the current defaults, so a setting that only fits these conversations shows.
+
     BENCH_E2E_RUN=ea907974 .venv/bin/python benchmarks/recall_tuning.py --mode pipeline
 """
 
@@ -103,6 +108,7 @@ def branch_lists(mode: str, depth: int, limit: int) -> list[dict[str, Any]]:
                 span = None
             rows.append(
                 {
+                    "conversation": user,
                     "category": qa["category"],
                     "evidence": evidence,
                     "branches": branches,
@@ -143,12 +149,58 @@ def measure(rows: list[dict[str, Any]], **setting: Any) -> dict[str, float]:
     return {name: 100 * statistics.mean(values) for name, values in cells.items()}
 
 
+GRID = list(
+    itertools.product(
+        (0.5, 0.75, 1.0, 1.25, 1.5, 2.0), (5, 10, 20, 30, 60, 100), (0.0, 0.5, 1.0, 2.0)
+    )
+)
+DEFAULTS = (1.25, 5, 0.5)  # the recall policy's fusion_lexical_weight, fusion_rrf_k, time_boost
+
+
+def setting_of(lexical: float, rrf_k: int, boost: float) -> dict[str, Any]:
+    weights = {"lexical": lexical, "vector": 1.0, "window_lexical": lexical, "window_vector": 1.0}
+    return {"weights": weights, "rrf_k": rrf_k, "boost": boost}
+
+
+def cross_validate(rows: list[dict[str, Any]], show: Any) -> None:
+    """Leave one conversation out: the grid's best on the others, scored on it alone."""
+    conversations = sorted({row["conversation"] for row in rows})
+    left_out: list[dict[str, Any]] = []
+    print("cross-validated, one conversation left out at a time:")
+    for held in conversations:
+        tuning = [row for row in rows if row["conversation"] != held]
+        testing = [row for row in rows if row["conversation"] == held]
+
+        def score(setting: tuple[float, int, float], on: list[dict[str, Any]] = tuning) -> float:
+            result = measure(on, **setting_of(*setting))
+            return result["any@10"] + result["all@10"]
+
+        best = max(GRID, key=score)
+        show(f"  {held}: chosen on the others {best}", measure(testing, **setting_of(*best)))
+        left_out.extend({**row, "_setting": best} for row in testing)
+    show("left-out conversations together", measure_each(left_out))
+    show(f"current defaults {DEFAULTS}, same questions", measure(rows, **setting_of(*DEFAULTS)))
+
+
+def measure_each(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """`measure` with each row under the setting chosen for it (`_setting`)."""
+    cells: dict[str, list[float]] = {f"{m}@{k}": [] for m in ("any", "all") for k in KS}
+    for row in rows:
+        part = measure([row], **setting_of(*row["_setting"]))
+        for name in cells:
+            cells[name].append(part[name])
+    return {name: statistics.mean(values) for name, values in cells.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mode", choices=("pipeline", "cards"), default="pipeline")
     parser.add_argument("--depth", type=int, default=30)
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--cache", default="", help="keep the branch lists in this file")
+    parser.add_argument(
+        "--folds", action="store_true", help="leave one conversation out: cross-validated figures"
+    )
     args = parser.parse_args()
     django_setup(**settings_env(os.environ["BENCH_E2E_RUN"]))
     if args.cache and os.path.exists(args.cache):
@@ -170,20 +222,14 @@ def main() -> None:
     show("vector only", measure(rows, weights={"vector": 1.0}, rrf_k=60, boost=0.0))
     show("RRF, equal weights, k 60, no time", measure(rows, weights=both, rrf_k=60, boost=0.0))
     results = []
-    for lexical, rrf_k, boost in itertools.product(
-        (0.5, 0.75, 1.0, 1.25, 1.5, 2.0), (5, 10, 20, 30, 60, 100), (0.0, 0.5, 1.0, 2.0)
-    ):
-        weights = {
-            "lexical": lexical,
-            "vector": 1.0,
-            "window_lexical": lexical,
-            "window_vector": 1.0,
-        }
-        result = measure(rows, weights=weights, rrf_k=rrf_k, boost=boost)
+    for lexical, rrf_k, boost in GRID:
+        result = measure(rows, **setting_of(lexical, rrf_k, boost))
         results.append((result["any@10"] + result["all@10"], lexical, rrf_k, boost, result))
     results.sort(key=lambda r: -r[0])
     for _, lexical, rrf_k, boost, result in results[:8]:
         show(f"lexical weight {lexical}, vector 1, k {rrf_k}, time boost {boost}", result)
+    if args.folds:
+        cross_validate(rows, show)
     print("time boost at the best weights:")
     _, lexical, rrf_k, _, _ = results[0]
     for _, lw, k, boost, result in results:

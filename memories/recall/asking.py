@@ -30,7 +30,12 @@ from memories.recall.relevance import (
     query_names,
 )
 from memories.recall.routing import Route, route
-from memories.recall.semantic import CONFIRMING_MARGIN, SEMANTIC_MARGIN, background
+from memories.recall.semantic import (
+    CONFIRMING_MARGIN,
+    MAX_SHARED_BY,
+    SEMANTIC_MARGIN,
+    background,
+)
 from memories.recall.timefilter import TimeQuery, TimeWindow, parse_time_query, reanchor
 from profiles.models import Tenant
 
@@ -163,16 +168,23 @@ def settle_route(
         names = query_names(query, profile.entities)
         profile.holding_share = holding.share
         profile.held_terms = list(holding.terms)
-        margin = _closest_margin(asking)
-        if margin is None:  # no embedding: the words alone decide
+        meaning = asking.meaning()
+        if meaning is None:  # no embedding: the words alone decide
             profile.memory_holds = holding.holds(asking.floor, names)
         else:
-            # One shared word is weak evidence: it counts when the meaning agrees.
-            profile.semantic_margin = margin
-            profile.memory_holds = holding.firmly(asking.floor, names) or (
-                holding.partly(asking.floor) and margin >= CONFIRMING_MARGIN
+            # One shared word is weak evidence: it counts when that memory's meaning agrees,
+            # and few memories share it.
+            margins = _margins(asking, meaning[1], profile.content_terms)
+            profile.semantic_margin = max((m for m, _ in margins), default=0.0)
+            shared_by = sum(
+                holding_of(profile.content_terms, text, asking.alternates).partly(asking.floor)
+                for _, text in texts
             )
-            profile.memory_close = margin >= SEMANTIC_MARGIN
+            profile.memory_holds = holding.firmly(asking.floor, names) or (
+                shared_by <= MAX_SHARED_BY
+                and any(held and margin >= CONFIRMING_MARGIN for margin, held in margins)
+            )
+            profile.memory_close = profile.semantic_margin >= SEMANTIC_MARGIN
         profile.holds_firmly = holding.firmly(asking.floor, names)
     decided = route(profile, forced_layers=forced_layers)
     if search is not None and (decided.ltm or decided.history):
@@ -187,15 +199,15 @@ def settle_route(
     return decided
 
 
-def _closest_margin(asking: Asking) -> float | None:
-    """How far the closest card or history entry in meaning lies above the query's background;
-    None when the query could not be embedded."""
-    meaning = asking.meaning()
-    if meaning is None or asking.search is None:
-        return None
-    found = asking.search.nearest_cosines()
-    best = max((cosine for hits in found.values() for _, cosine in hits[:1]), default=None)
-    return round(best - meaning[1], 4) if best is not None else 0.0
+def _margins(asking: Asking, base: float, terms: list[str]) -> list[tuple[float, bool]]:
+    """Each card and history entry the vector branches found: how far its cosine lies above the
+    query's background, and whether it holds part of the query in words."""
+    if asking.search is None:
+        return []
+    return [
+        (round(cosine - base, 4), holding_of(terms, text, asking.alternates).partly(asking.floor))
+        for _, cosine, text in asking.search.nearest()
+    ]
 
 
 def memory_candidates(

@@ -161,23 +161,24 @@ class MemorySearch:
             failed.extend(d for d in history.degraded if d not in failed)
         return answers.get("ltm.lexical"), history, failed
 
-    def nearest_cosines(self) -> dict[str, list[tuple[str, float]]]:
-        """The vector branches' hits as (key, cosine) per source, best first; waits for them
-        (a source whose branch was not started or failed has none)."""
+    def nearest(self) -> list[tuple[str, float, str]]:
+        """The vector branches' hits of both sources as (key, cosine, text); waits for them (a
+        source whose branch was not started or failed has none)."""
         names: list[str] = [n for n in ("ltm.vector", "history.vector") if n in self._futures]
         answers, _ = self._wait(names)
-        found: dict[str, list[tuple[str, float]]] = {}
+        found: list[tuple[str, float, str]] = []
         for name, result in answers.items():
-            source = name.split(".", 1)[0]
-            if source == "ltm":
-                found[source] = [
-                    (h.memory_id, float(h.vector_score if h.vector_score is not None else h.score))
+            if name.startswith("ltm."):
+                found.extend(
+                    (h.memory_id, float(h.vector_score or h.score), card_text(h))
                     for h in result.hits
-                ]
+                )
             else:
-                found[source] = [
-                    (h.entry_id, float(h.cosine)) for h in result.hits if h.cosine is not None
-                ]
+                found.extend(
+                    (h.entry_id, float(h.cosine), f"{h.text} {h.context}")
+                    for h in result.hits
+                    if h.cosine is not None
+                )
         return found
 
     def query_vector(self) -> list[float] | None:

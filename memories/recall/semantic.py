@@ -26,6 +26,12 @@ SEMANTIC_MARGIN = 0.12  # close in meaning, whatever the words
 # Close enough in meaning to confirm a memory that holds only one of the query's content terms
 # (or its only one): a single shared word is weak evidence on its own.
 CONFIRMING_MARGIN = 0.06
+# ... and only when few memories hold that word: one a user's memory says again and again
+# ("light", "name", "learn" in a long conversation) says little about any one of them. Chosen on
+# the agent questions' tuning part (every partial hold there is shared by at most 3 statements)
+# and the LoCoMo development split's unrelated queries (most of those it let through were
+# shared by 4 or more turns).
+MAX_SHARED_BY = 3
 
 
 @cache

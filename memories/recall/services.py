@@ -55,7 +55,7 @@ from memories.recall.relevance import (
     related_words,
 )
 from memories.recall.routing import LAYERS, Route, route
-from memories.recall.semantic import CONFIRMING_MARGIN, SEMANTIC_MARGIN, cosines
+from memories.recall.semantic import CONFIRMING_MARGIN, MAX_SHARED_BY, SEMANTIC_MARGIN, cosines
 from memories.recall.standing import standing_indexes, standing_rules, user_matches
 from memories.stm.items import StmItem
 from memories.stm.store import now_seconds, recall_stm_store
@@ -324,10 +324,12 @@ def _close_items(
     scored = cosines(vector, rows.astype(np.float32))
     margin = {i: c - base for i, c in zip(ids, scored, strict=True)}
     single = len(routed.profile.content_terms) == 1
+    few = len(routed.firm) + len(routed.partial) <= MAX_SHARED_BY
     confirmed = [
         item
         for item in routed.partial
-        if margin.get(item.id, 0.0) >= CONFIRMING_MARGIN or (item.id not in margin and single)
+        if (few and margin.get(item.id, 0.0) >= CONFIRMING_MARGIN)
+        or (item.id not in margin and single)
     ]
     worded = {item.id for item in [*routed.firm, *routed.partial]}
     close = [
