@@ -168,24 +168,20 @@ def settle_route(
         names = query_names(query, profile.entities)
         profile.holding_share = holding.share
         profile.held_terms = list(holding.terms)
-        meaning = asking.meaning()
-        if meaning is None:  # no embedding: the words alone decide
+        profile.holds_firmly = holding.firmly(asking.floor, names)
+        # Words enough decide alone; what the meaning adds is worked out only when they do not.
+        meaning = None if profile.holds_firmly else asking.meaning()
+        if profile.holds_firmly:
+            profile.memory_holds = True
+        elif meaning is None:  # no embedding: the words alone decide
             profile.memory_holds = holding.holds(asking.floor, names)
         else:
-            # One shared word is weak evidence: it counts when that memory's meaning agrees,
-            # and few memories share it.
-            margins = _margins(asking, meaning[1], profile.content_terms)
-            profile.semantic_margin = max((m for m, _ in margins), default=0.0)
-            shared_by = sum(
-                holding_of(profile.content_terms, text, asking.alternates).partly(asking.floor)
-                for _, text in texts
-            )
-            profile.memory_holds = holding.firmly(asking.floor, names) or (
-                shared_by <= MAX_SHARED_BY
-                and any(held and margin >= CONFIRMING_MARGIN for margin, held in margins)
-            )
+            nearest = [
+                (round(cosine - meaning[1], 4), text) for _, cosine, text in search.nearest()
+            ]
+            profile.semantic_margin = max((margin for margin, _ in nearest), default=0.0)
             profile.memory_close = profile.semantic_margin >= SEMANTIC_MARGIN
-        profile.holds_firmly = holding.firmly(asking.floor, names)
+            profile.memory_holds = _confirmed(asking, profile.content_terms, texts, nearest)
     decided = route(profile, forced_layers=forced_layers)
     if search is not None and (decided.ltm or decided.history):
         search.start_lexical()
@@ -199,15 +195,22 @@ def settle_route(
     return decided
 
 
-def _margins(asking: Asking, base: float, terms: list[str]) -> list[tuple[float, bool]]:
-    """Each card and history entry the vector branches found: how far its cosine lies above the
-    query's background, and whether it holds part of the query in words."""
-    if asking.search is None:
-        return []
-    return [
-        (round(cosine - base, 4), holding_of(terms, text, asking.alternates).partly(asking.floor))
-        for _, cosine, text in asking.search.nearest()
-    ]
+def _confirmed(
+    asking: Asking,
+    terms: list[str],
+    texts: list[tuple[str, str]],
+    nearest: list[tuple[float, str]],
+) -> bool:
+    """One shared word is weak evidence: it counts when a memory holding it (of those the vector
+    branches found, with their margins) is close enough in meaning itself, and few memories (of
+    the lexical hits) hold it."""
+    close = [text for margin, text in nearest if margin >= CONFIRMING_MARGIN]
+    if not any(holding_of(terms, t, asking.alternates).partly(asking.floor) for t in close):
+        return False
+    shared_by = sum(
+        holding_of(terms, text, asking.alternates).partly(asking.floor) for _, text in texts
+    )
+    return shared_by <= MAX_SHARED_BY
 
 
 def memory_candidates(
