@@ -178,3 +178,17 @@ def session_is_users(*, tenant: Tenant, session_id: str, user_id: str) -> bool:
     if row != user_id:
         raise session_owner_conflict(session_id)
     return True
+
+
+def task_session_ids(*, tenant: Tenant, user_id: str, task_id: str, limit: int = 20) -> list[str]:
+    """The ids of the user's newest sessions of one task (none without a task)."""
+    if not task_id or not user_id:
+        return []
+    rows = (
+        Session.objects.filter(
+            tenant=tenant, end_user__external_id=user_id, task_id=task_id, erased_at__isnull=True
+        )
+        .order_by("-last_event_at")
+        .values_list("external_id", flat=True)[:limit]
+    )
+    return list(rows)

@@ -46,13 +46,20 @@ class HistoryDocument:
 @dataclass(frozen=True)
 class HistoryScope:
     """Filters applied inside both engines' searches (never after them): always one tenant
-    and one of its end users, optionally a time range of the events and a session left out."""
+    and one of its end users, optionally a time range of the events, a session left out, and
+    the only sessions searched (`only_sessions`: None searches all, an empty tuple none)."""
 
     tenant_id: str
     user_id: str
     since: datetime | None = None
     until: datetime | None = None
     exclude_session_id: str = ""
+    only_sessions: tuple[str, ...] | None = None
+
+    @property
+    def empty(self) -> bool:
+        """Whether the scope can hold no entry at all."""
+        return self.only_sessions is not None and not self.only_sessions
 
 
 @dataclass(frozen=True)

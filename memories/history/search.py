@@ -179,7 +179,7 @@ class ElasticsearchHistoryIndex:
         timeout: float | None = None,
     ) -> list[HistoryMatch]:
         """BM25 over the entry's own terms, plus its context's terms at a lower weight."""
-        if not text.strip():
+        if not text.strip() or scope.empty:
             return []
         should = [Q("match", bm25_text={"query": text})]
         if context_weight > 0:
@@ -282,6 +282,8 @@ def _filters(scope: HistoryScope) -> list[Query]:
         window["lte"] = scope.until.isoformat()
     if window:
         filters.append(Q("range", occurred_at=window))
+    if scope.only_sessions:
+        filters.append(Q("terms", session_id=list(scope.only_sessions)))
     return filters
 
 

@@ -87,6 +87,7 @@ def history_search(
     since: datetime | None = None,
     until: datetime | None = None,
     exclude_session_id: str = "",
+    only_sessions: Sequence[str] | None = None,
     mode: str = "hybrid",
     query_vector: Sequence[float] | None = None,
     timeout: float | None = None,
@@ -96,7 +97,8 @@ def history_search(
 
     `hybrid` fuses both branches by weighted Reciprocal Rank Fusion (HISTORY_RRF_K,
     HISTORY_LEXICAL_WEIGHT, HISTORY_VECTOR_WEIGHT); `query_vector` saves embedding the query
-    again. A branch that fails or takes longer than `timeout` (HISTORY_BRANCH_TIMEOUT_MS) is
+    again. `only_sessions` limits the search to those sessions (None: every session of the
+    user). A branch that fails or takes longer than `timeout` (HISTORY_BRANCH_TIMEOUT_MS) is
     left out and named in `degraded`; if every branch fails the hits are empty. A tenant that
     switched history off gets no hits: `enabled` is its switch when the caller holds it already
     (recall reads it with its cached policy); left out, it is read from PostgreSQL.
@@ -115,6 +117,7 @@ def history_search(
         since=_aware(since),
         until=_aware(until),
         exclude_session_id=exclude_session_id,
+        only_sessions=None if only_sessions is None else tuple(only_sessions),
     )
     limit = timeout if timeout is not None else settings.HISTORY_BRANCH_TIMEOUT_SECONDS
     depth = max(BRANCH_DEPTH, k)

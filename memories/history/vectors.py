@@ -112,6 +112,8 @@ class MilvusHistoryIndex(MilvusCollection):
         self, *, vector: Sequence[float], scope: HistoryScope, limit: int
     ) -> list[HistoryMatch]:
         """The closest entries within the scope; the filter runs inside the search."""
+        if scope.empty:
+            return []
         matches = []
         for match in self.search(
             vector=vector,
@@ -155,6 +157,9 @@ def filter_expression(scope: HistoryScope) -> str:
         parts.append(f"occurred_at <= {epoch_ms(scope.until)}")
     if scope.exclude_session_id:
         parts.append(f"session_id != {quoted(scope.exclude_session_id)}")
+    if scope.only_sessions:
+        listed = ", ".join(quoted(session) for session in scope.only_sessions)
+        parts.append(f"session_id in [{listed}]")
     return " and ".join(parts)
 
 

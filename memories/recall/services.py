@@ -57,6 +57,7 @@ from memories.recall.relevance import (
 from memories.recall.routing import LAYERS, Route, route
 from memories.recall.semantic import CONFIRMING_MARGIN, MAX_SHARED_BY, SEMANTIC_MARGIN, cosines
 from memories.recall.standing import standing_indexes, standing_rules, user_matches
+from memories.recall.task_record import task_record_candidates, task_record_query
 from memories.stm.items import StmItem
 from memories.stm.store import now_seconds, recall_stm_store
 from memories.vocabulary import Vocabulary, default_vocabulary
@@ -168,6 +169,7 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     ltm_candidates, history_candidates = _memory_candidates(
         tenant, request, asking, profile, decided, policy, trace
     )
+    history_candidates += _task_record(tenant, request, layer1, routed, stm_candidates, trace)
     # 4. One pool: de-duplicate, apply domain authority, re-score, keep the top k.
     chosen = _pool(
         [*stm_candidates, *ltm_candidates, *history_candidates], blocks, policy, k, trace
@@ -402,6 +404,50 @@ def _stm_candidates(
         if len(relevant) < policy["redis_sufficient_count"]:
             profile.redis_result_insufficient = True
     return candidates
+
+
+def _task_record(
+    tenant: Tenant,
+    request: RecallRequest,
+    layer1: _Layer1,
+    routed: _Routed,
+    stm_candidates: list[MemoryCandidate],
+    trace: _Trace,
+) -> list[MemoryCandidate]:
+    """What this task's own record holds of the words short-term memory lacks (`task_record`)."""
+    profile, decided = routed.profile, routed.decided
+    has_history = layer1.owner is not None and bool(layer1.policy.get("history_enabled", True))
+    if not has_history or (request.layers and "history" not in request.layers):
+        return []
+    wanted = task_record_query(
+        profile,
+        session_id=request.session_id,
+        stm_texts=[c.text for c in stm_candidates],
+        alternates=routed.alternates,
+    )
+    if wanted is None:
+        return []
+    started = time.perf_counter()
+    try:
+        found, failed = task_record_candidates(
+            tenant=tenant,
+            user_id=request.user_id,
+            query=request.query,
+            wanted=wanted,
+            alternates=routed.alternates,
+        )
+    except StoreUnavailable as exc:
+        trace.fail("history", _why(exc))
+        return []
+    finally:
+        trace.latency_ms["history.task_record"] = round((time.perf_counter() - started) * 1000, 2)
+    for branch in failed:
+        trace.fail("history", f"{branch} failed or was too slow")
+    reason = f"the task's own record: short-term memory does not hold {', '.join(wanted.missing)}"
+    decided.reasons["history"] = [*decided.reasons.get("history", []), reason]
+    decided.declined["history"] = []
+    decided.history = True
+    return found
 
 
 def _memory_candidates(
