@@ -173,6 +173,14 @@ def settle_route(
         meaning = None if profile.holds_firmly else asking.meaning()
         if profile.holds_firmly:
             profile.memory_holds = True
+        elif not profile.about_user:  # a question about the world: words enough, or meaning
+            meaning = asking.meaning()
+            profile.memory_holds = False
+            if meaning is not None:
+                profile.semantic_margin = max(
+                    (round(c - meaning[1], 4) for _, c, _ in search.nearest()), default=0.0
+                )
+                profile.memory_close = profile.semantic_margin >= SEMANTIC_MARGIN
         elif meaning is None:  # no embedding: the words alone decide
             profile.memory_holds = holding.holds(asking.floor, names)
         else:
@@ -246,7 +254,8 @@ def memory_candidates(
             return False  # its meaning is unknown: the words decide, as before
         text = card_text(fused.hit) if source == "ltm" else f"{fused.hit.text} {fused.hit.context}"
         held = holding_of(profile.content_terms, text, asking.alternates).partly(asking.floor)
-        return not held and fused.cosine - base < CONFIRMING_MARGIN
+        # A question about the world shares a word with a memory by chance: its meaning decides.
+        return not (held and profile.about_user) and fused.cosine - base < CONFIRMING_MARGIN
 
     def keep(source: str, fused: FusedHit) -> bool:
         if weak(source, fused):

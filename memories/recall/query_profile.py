@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from memories.recall.relevance import about_the_user
 from memories.vocabulary import Vocabulary
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
@@ -76,6 +77,7 @@ class QueryProfile:
     user_items_close: int = 0  # of those, how many only by meaning (semantic.py)
     related_terms: list[str] = field(default_factory=list)  # content terms with related words
     memory_close: bool = False  # a card or history entry is close in meaning (semantic.py)
+    about_user: bool = True  # names the user or the assistant (see relevance.about_the_user)
     semantic_margin: float = 0.0  # its cosine above the query's background
     time: dict[str, Any] = field(default_factory=dict)  # the time window the query names
 
@@ -95,6 +97,7 @@ PROFILE_KINDS = (
     "verify",
     "continue",
     "exact_metadata",
+    "world_question",
 )
 
 
@@ -156,6 +159,7 @@ def build_query_profile(
         profile_cache_missing=runtime.profile_cache_missing,
         profile_cache_stale=runtime.profile_cache_stale,
         matched={kind: words for kind, words in matched.items() if words},
+        about_user=about_the_user(query) and not hit["world_question"],
     )
 
 

@@ -71,6 +71,12 @@ _CALENDAR = frozenset(
     ]
 )
 _WORDS = re.compile(r"[A-Za-z][\w'-]*")
+_PERSONAL = re.compile(
+    r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|we'd|we'll|us|our|ours|"
+    r"ourselves|you|you're|you've|your|yours)\b",
+    re.IGNORECASE,
+)
+_CJK = re.compile(r"[\u3400-\u9fff]")
 
 # term -> the term sets (one per related word or phrase) that hold it
 Alternates = Mapping[str, tuple[frozenset[str], ...]]
@@ -100,6 +106,14 @@ def _without_pronoun(term: str) -> str:
         if len(term) > len(pronoun) and term.startswith(pronoun) and not term.isascii():
             return term[len(pronoun) :]
     return term
+
+
+def about_the_user(query: str) -> bool:
+    """Whether a query names its user or the one it asks ("my", "we", "you"): an English question
+    naming neither asks about the world ("How many Fridays are there in a year?"), and one
+    shared word does not make it about the user's memory. Chinese leaves the pronoun out of
+    questions about oneself ("测试服的网址是什么？"), so a Chinese query always counts."""
+    return bool(_CJK.search(query)) or bool(_PERSONAL.search(query))
 
 
 def query_names(query: str, entities: Sequence[str] = ()) -> set[str]:

@@ -284,8 +284,9 @@ def _routed(request: RecallRequest, layer1: _Layer1, trace: _Trace) -> _Routed:
         now=now_seconds(),
         alternates=alternates,
     )
-    # Until their meaning is known, a partial hold counts only as the query's only term.
-    single = len(profile.content_terms) == 1
+    # Until their meaning is known, a partial hold counts only as the query's only term, and
+    # only in a question about the user.
+    single = len(profile.content_terms) == 1 and profile.about_user
     matched = [*firm, *(partial if single else [])]
     profile.user_items_matched = len(matched)
     decided = route(profile, forced_layers=request.layers)
@@ -330,8 +331,11 @@ def _close_items(
     confirmed = [
         item
         for item in routed.partial
-        if (few and margin.get(item.id, 0.0) >= CONFIRMING_MARGIN)
-        or (item.id not in margin and single)
+        if routed.profile.about_user
+        and (
+            (few and margin.get(item.id, 0.0) >= CONFIRMING_MARGIN)
+            or (item.id not in margin and single)
+        )
     ]
     worded = {item.id for item in [*routed.firm, *routed.partial]}
     close = [

@@ -8,6 +8,7 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from memories.recall.query_profile import RuntimeState, build_query_profile
 from memories.recall.relevance import best_holding, content_terms, related_terms
 from memories.stm.store import stm_store
 from memories.vocabulary import default_vocabulary
@@ -96,6 +97,39 @@ def test_a_short_question_in_a_new_session_recalls_what_was_said(
 def test_an_unrelated_question_injects_nothing(owner: APIClient, said: None, query: str) -> None:
     body = recall(owner, query)
     assert body["items"] == [], body["explain"]["routing"]
+
+
+@pytest.mark.django_db
+def test_one_word_shared_by_a_question_about_the_world_is_not_enough(
+    owner: APIClient, said: None
+) -> None:
+    # "deploy" is the user's word too, but these ask about the word or the world
+    for query in ("What does deploy mean?", "Why do teams deploy on Mondays?"):
+        body = recall(owner, query)
+        assert body["items"] == [], (query, body["explain"]["routing"])
+        assert body["explain"]["query_profile"]["about_user"] is False
+    # asked about the user, the same word recalls the statement
+    assert "s-1-0" in recalled_events(recall(owner, "When do we deploy?"))
+
+
+@pytest.mark.parametrize(
+    ("query", "about"),
+    [
+        ("How do I deploy?", True),
+        ("Which cloud are we on?", True),
+        ("What did you say about my boss?", True),
+        ("How many Fridays are there in a year?", False),
+        ("What does fitness mean in evolution?", False),
+        ("我们怎么部署？", True),
+        ("测试服的网址是什么？", True),  # Chinese leaves the pronoun out of questions about oneself
+        ("“例子”这个词的英文是什么？", False),
+    ],
+)
+def test_a_question_is_about_the_user_when_it_names_them(query: str, about: bool) -> None:
+    profile = build_query_profile(
+        query=query, vocabulary=default_vocabulary(), runtime=RuntimeState()
+    )
+    assert profile.about_user is about
 
 
 @pytest.mark.django_db
