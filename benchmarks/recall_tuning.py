@@ -118,7 +118,13 @@ def branch_lists(mode: str, depth: int, limit: int) -> list[dict[str, Any]]:
     return rows
 
 
-def ranked(row: dict[str, Any], weights: dict[str, float], rrf_k: int, boost: float) -> list:
+def ranked(
+    row: dict[str, Any],
+    weights: dict[str, float],
+    rrf_k: int,
+    boost: float,
+    diversity: float = 1.0,
+) -> list:
     scores: dict[str, float] = {}
     info: dict[str, tuple[list[str], float]] = {}
     for name, hits in row["branches"].items():
@@ -134,12 +140,41 @@ def ranked(row: dict[str, Any], weights: dict[str, float], rrf_k: int, boost: fl
             when = info[key][1]
             scores[key] *= (1 + boost) if window[0] <= when < window[1] else 1 / (1 + boost)
     order = sorted(scores, key=lambda key: (-scores[key], key))
+    if diversity < 1.0:
+        order = diversified(order, scores, {key: info[key][0] for key in order}, diversity)
     return [info[key][0] for key in order]
+
+
+def diversified(
+    order: list[str], scores: dict[str, float], dias: dict[str, list[str]], factor: float
+) -> list[str]:
+    """Greedy re-ranking: each hit's score times `factor` for every hit of its session already
+    chosen, so evidence spread over sessions is not crowded out by one session's turns."""
+    chosen: list[str] = []
+    taken: dict[str, int] = {}
+    left = list(order[:DIVERSITY_DEPTH])
+    while left:
+        best = max(left, key=lambda key: scores[key] * factor ** taken.get(_session(dias[key]), 0))
+        left.remove(best)
+        chosen.append(best)
+        session = _session(dias[best])
+        taken[session] = taken.get(session, 0) + 1
+    return chosen + order[DIVERSITY_DEPTH:]
+
+
+def _session(dias: list[str]) -> str:
+    return dias[0].split(":")[0] if dias else ""
+
+
+DIVERSITY_DEPTH = 30
 
 
 def measure(rows: list[dict[str, Any]], **setting: Any) -> dict[str, float]:
     cells: dict[str, list[float]] = {f"{m}@{k}": [] for m in ("any", "all") for k in KS}
+    category = setting.pop("category", None)
     for row in rows:
+        if category is not None and row["category"] != category:
+            continue
         order = ranked(row, **setting)
         for k in KS:
             top = {dia for dias in order[:k] for dia in dias}
@@ -182,6 +217,37 @@ def cross_validate(rows: list[dict[str, Any]], show: Any) -> None:
     show(f"current defaults {DEFAULTS}, same questions", measure(rows, **setting_of(*DEFAULTS)))
 
 
+DIVERSITY_GRID = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.3)
+
+
+def diversity_folds(rows: list[dict[str, Any]], show: Any) -> None:
+    """The diversity factor chosen leaving one conversation out, at the current defaults."""
+    conversations = sorted({row["conversation"] for row in rows})
+    cells: dict[str, list[float]] = {}
+    print("session diversity cross-validated, one conversation left out at a time:")
+    for held in conversations:
+        tuning = [row for row in rows if row["conversation"] != held]
+        testing = [row for row in rows if row["conversation"] == held]
+
+        def score(factor: float, on: list[dict[str, Any]] = tuning) -> float:
+            result = measure(on, **setting_of(*DEFAULTS), diversity=factor)
+            return result["any@10"] + result["all@10"]
+
+        best = max(DIVERSITY_GRID, key=score)
+        result = measure(testing, **setting_of(*DEFAULTS), diversity=best)
+        show(f"  {held}: factor chosen on the others {best}", result)
+        for row in testing:
+            one = measure([row], **setting_of(*DEFAULTS), diversity=best)
+            cells.setdefault("all", []).append(one["all@10"])
+            cells.setdefault("any", []).append(one["any@10"])
+            cells.setdefault(f"all c{row['category']}", []).append(one["all@10"])
+            cells.setdefault(f"any c{row['category']}", []).append(one["any@10"])
+    print(
+        "  left-out together @10: "
+        + " ".join(f"{name} {statistics.mean(v):5.1f}" for name, v in sorted(cells.items()))
+    )
+
+
 def measure_each(rows: list[dict[str, Any]]) -> dict[str, float]:
     """`measure` with each row under the setting chosen for it (`_setting`)."""
     cells: dict[str, list[float]] = {f"{m}@{k}": [] for m in ("any", "all") for k in KS}
@@ -200,6 +266,9 @@ def main() -> None:
     parser.add_argument("--cache", default="", help="keep the branch lists in this file")
     parser.add_argument(
         "--folds", action="store_true", help="leave one conversation out: cross-validated figures"
+    )
+    parser.add_argument(
+        "--diversity", action="store_true", help="session diversity factors, cross-validated"
     )
     args = parser.parse_args()
     django_setup(**settings_env(os.environ["BENCH_E2E_RUN"]))
@@ -230,6 +299,14 @@ def main() -> None:
         show(f"lexical weight {lexical}, vector 1, k {rrf_k}, time boost {boost}", result)
     if args.folds:
         cross_validate(rows, show)
+    if args.diversity:
+        print("session diversity at the current defaults (factor 1 = off), per category:")
+        for factor in (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.3):
+            setting = {**setting_of(*DEFAULTS), "diversity": factor}
+            show(f"diversity {factor}, all questions", measure(rows, **setting))
+            for category in sorted({r["category"] for r in rows}):
+                show(f"  category {category}", measure(rows, **setting, category=category))
+        diversity_folds(rows, show)
     print("time boost at the best weights:")
     _, lexical, rrf_k, _, _ = results[0]
     for _, lw, k, boost, result in results:

@@ -23,7 +23,9 @@ It prints, per operation, CPU ms per request (p50 / mean / p95) and wall ms (p50
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
+import pstats
 import random
 import statistics
 import sys
@@ -35,15 +37,25 @@ from _setup import clear_prefix_keys, django_setup, locomo_turns
 from recall_latency import cleanup, load, ltm_request, settings_env, task_request
 
 
-def measure(name: str, call: Callable[[], None], requests: int, warm: int = 10) -> None:
+def measure(
+    name: str, call: Callable[[], None], requests: int, warm: int = 10, profile: bool = False
+) -> None:
     for _ in range(warm):
         call()
     cpu, wall = [], []
+    profiler = cProfile.Profile() if profile else None
     for _ in range(requests):
         started_cpu, started = time.process_time(), time.perf_counter()
+        if profiler is not None:
+            profiler.enable()
         call()
+        if profiler is not None:
+            profiler.disable()
         cpu.append((time.process_time() - started_cpu) * 1000)
         wall.append((time.perf_counter() - started) * 1000)
+    if profiler is not None:
+        # The request thread only: the branch searches and the embedding run in a pool.
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
     cpu.sort()
     wall.sort()
 
@@ -64,6 +76,12 @@ def main() -> None:
     parser.add_argument("--items-per-user", type=int, default=100)
     parser.add_argument("--cards", type=int, default=2000)
     parser.add_argument("--requests", type=int, default=200, help="per operation")
+    parser.add_argument(
+        "--profile",
+        default="",
+        choices=("", "recall task", "recall ltm", "append", "proposals"),
+        help="print where this operation's request thread spends its time (cProfile)",
+    )
     args = parser.parse_args()
     run = uuid.uuid4().hex[:8]
     django_setup(
@@ -116,14 +134,16 @@ def main() -> None:
             "recall task",
             lambda: post("/v1/recall", task_request(rng, args.users, turns)),
             args.requests,
+            profile=args.profile == "recall task",
         )
         measure(
             "recall ltm",
             lambda: post("/v1/recall", ltm_request(rng, args.users, turns)),
             max(20, args.requests // 4),
+            profile=args.profile == "recall ltm",
         )
-        measure("append", append, args.requests)
-        measure("proposals", proposals, args.requests)
+        measure("append", append, args.requests, profile=args.profile == "append")
+        measure("proposals", proposals, args.requests, profile=args.profile == "proposals")
     finally:
         cleanup(run)
         clear_prefix_keys()
