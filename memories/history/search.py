@@ -222,11 +222,21 @@ class ElasticsearchHistoryIndex:
         return [hit.meta.id for hit in response]
 
     def ids_where(
-        self, *, tenant_id: str, ids: Sequence[str] = (), user_id: str = "", limit: int = 10000
+        self,
+        *,
+        tenant_id: str,
+        ids: Sequence[str] | None = None,
+        user_id: str = "",
+        limit: int = 10000,
     ) -> list[str]:
-        """Ids of the tenant's stored entries among `ids`, or of one user."""
+        """Ids of the tenant's stored entries among `ids`, or of one user.
+
+        `ids=None` leaves ids unfiltered; an empty list matches nothing.
+        """
+        if ids is not None and not ids:
+            return []
         filters = [Q("term", tenant_id=tenant_id)]
-        if ids:
+        if ids is not None:
             filters.append(Q("terms", entry_id=list(ids)))
         if user_id:
             filters.append(Q("term", user_id=user_id))
