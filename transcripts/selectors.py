@@ -178,3 +178,12 @@ def session_is_users(*, tenant: Tenant, session_id: str, user_id: str) -> bool:
     if row != user_id:
         raise session_owner_conflict(session_id)
     return True
+
+
+def message_ids_stored(*, tenant: Tenant, session_id: str, message_ids: list[str]) -> set[str]:
+    """Which of these event ids the tenant's session already holds."""
+    return set(
+        EventRef.objects.filter(
+            session__tenant=tenant, session__external_id=session_id, message_id__in=message_ids
+        ).values_list("message_id", flat=True)
+    )
