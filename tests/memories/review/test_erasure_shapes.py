@@ -13,10 +13,20 @@ from memories.ltm.vectors import vector_index
 from memories.review.deletion import deletion_approve
 from memories.review.models import DeletionRequest
 from memories.stm.store import stm_store
+from memoryproject import redis_keys as keys
+from memoryproject.redis_client import redis_connection
 from memoryproject.redis_keys import Owner
 from profiles.models import EndUser
 from tests.factories import StaffUserFactory
 from tests.memories.review.test_erasure import seed_user
+
+
+@pytest.fixture(autouse=True)
+def no_drain_scheduled():
+    """Each append schedules its history drain (a test that queued one to the broker leaves
+    the shared flag set for a few seconds)."""
+    redis_connection().delete(keys.history_drain_scheduled())
+
 
 SHAPES = {
     "no cards": {"cards": False, "items": True, "history": True, "transcripts": True},
