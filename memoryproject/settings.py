@@ -141,6 +141,8 @@ HISTORY_EMBED_BATCH = env.integer("HISTORY_EMBED_BATCH", 64, minimum=1)
 HISTORY_DRAIN_EVENTS = env.integer("HISTORY_DRAIN_EVENTS", 256, minimum=1)
 HISTORY_DRAIN_DELAY_SECONDS = env.integer("HISTORY_DRAIN_DELAY_SECONDS", 1, minimum=0)
 HISTORY_MAX_LAG_SECONDS = env.integer("HISTORY_MAX_LAG_SECONDS", 120, minimum=1)
+# Sessions whose entries below their cursor each catch-up run checks against the indexes.
+HISTORY_AUDIT_SESSIONS = env.integer("HISTORY_AUDIT_SESSIONS", 20, minimum=0)
 HISTORY_BRANCH_TIMEOUT_SECONDS = env.integer("HISTORY_BRANCH_TIMEOUT_MS", 1000, minimum=10) / 1000
 # Hybrid history search: weighted Reciprocal Rank Fusion, w / (k + rank) summed per branch.
 HISTORY_RRF_K = env.integer("HISTORY_RRF_K", 60, minimum=1)

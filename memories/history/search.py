@@ -254,6 +254,11 @@ class ElasticsearchHistoryIndex:
         for hit in self._scan(Q("bool", filter=_owner(tenant_id, user_id)), STORED_FIELDS):
             yield hit.to_dict()
 
+    def session_ids(self, *, tenant_id: str, session_pk: int) -> list[str]:
+        """Ids of every stored entry of one session."""
+        query = Q("bool", filter=[Q("term", tenant_id=tenant_id), Q("term", session_pk=session_pk)])
+        return [hit.meta.id for hit in self._scan(query, ["session_pk"])]
+
     def stored(self, *, tenant_id: str | None = None) -> Iterator[tuple[str, int]]:
         """(entry_id, session_pk) of every stored entry (of one tenant), in entry_id order."""
         query = Q("term", tenant_id=tenant_id) if tenant_id is not None else Q("match_all")

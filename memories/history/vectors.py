@@ -143,6 +143,11 @@ class MilvusHistoryIndex(MilvusCollection):
             parts.append(f"user_id == {quoted(user_id)}")
         return self.ids_matching(" and ".join(parts))
 
+    def session_ids(self, *, tenant_id: str, session_pk: int) -> list[str]:
+        """Ids of every stored vector of one session."""
+        expression = f"tenant_id == {quoted(tenant_id)} and session_pk == {int(session_pk)}"
+        return [str(row["id"]) for row in self.rows(expression=expression, output_fields=[])]
+
     def stored(self, *, tenant_id: str | None = None) -> Iterator[tuple[str, int]]:
         """(entry_id, session_pk) of every stored vector (of one tenant)."""
         expression = f"tenant_id == {quoted(tenant_id)}" if tenant_id is not None else ""
