@@ -1,4 +1,22 @@
-"""Gunicorn settings read from the project root (`gunicorn memoryproject.wsgi`)."""
+"""Gunicorn settings, read from the project root (`gunicorn -c gunicorn.conf.py ...`)."""
+
+import os
+
+# gunicorn refuses over-long request lines and headers with HTML pages of its own. Its limits
+# lie above the service's (API_MAX_URL_BYTES, API_MAX_HEADER_BYTES, API_MAX_HEADERS in
+# memoryproject/settings.py, read here from the same variables with the same defaults), so a
+# request over those reaches Django, whose RequestHeadLimitMiddleware answers 414 or 431 in
+# the API's JSON error shape. Only a request far beyond them is still cut off by gunicorn.
+_max_url = int(os.environ.get("API_MAX_URL_BYTES", "4096"))
+_max_header = int(os.environ.get("API_MAX_HEADER_BYTES", "8190"))
+_max_headers = int(os.environ.get("API_MAX_HEADERS", "100"))
+
+# The request line: method, URL, "HTTP/1.1". 8190 is the most gunicorn reads (0 would mean no
+# bound at all); the service caps API_MAX_URL_BYTES at 8000 to stay below it.
+limit_request_line = 8190
+# One header line, and the number of header fields: twice what the service accepts.
+limit_request_field_size = 2 * _max_header
+limit_request_fields = min(2 * _max_headers, 32768)
 
 
 def post_worker_init(worker):  # noqa: ANN001, ANN201 (gunicorn's hook signature)

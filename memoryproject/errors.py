@@ -44,11 +44,13 @@ class ErrorCode(StrEnum):
     DUPLICATE_EVENT_ID = "duplicate_event_id"  # a client id reused with different content
     USER_GONE = "user_gone"  # the end user of a proposal no longer exists
     REPEATS_CARD = "repeats_card"  # approving would make a second card of a live card's fact
-    # 410, 413, 415, 429
+    # 410, 413, 414, 415, 429, 431
     GONE = "gone"
     PAYLOAD_TOO_LARGE = "payload_too_large"
+    URI_TOO_LONG = "uri_too_long"
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     THROTTLED = "throttled"
+    HEADERS_TOO_LARGE = "headers_too_large"
     # 5xx
     STORE_UNAVAILABLE = "store_unavailable"
     SCHEMA_MISMATCH = "schema_mismatch"  # a Milvus collection of another layout

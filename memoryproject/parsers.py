@@ -22,7 +22,14 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from memoryproject.errors import ADMIN_PREFIX, FieldErrors, Invalid, PayloadTooLarge, error_body
+from memoryproject.errors import (
+    ADMIN_PREFIX,
+    ErrorCode,
+    FieldErrors,
+    Invalid,
+    PayloadTooLarge,
+    error_body,
+)
 
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 FLOAT_LIMIT = float(2**63)
@@ -203,6 +210,69 @@ class BoundedJSONParser(JSONParser):
             if problems:
                 raise Invalid("The request is not valid; see fields.", fields=problems)
         return data
+
+
+class RequestHeadLimitMiddleware:
+    """Over-long URLs (414 `uri_too_long`) and over-large or too many header fields (431
+    `headers_too_large`) answered in the API's error shape, before any view runs.
+
+    gunicorn reads request lines and headers up to limits of its own (gunicorn.conf.py), set
+    above API_MAX_URL_BYTES, API_MAX_HEADER_BYTES and API_MAX_HEADERS so that these answers,
+    not gunicorn's HTML pages, are what clients see.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        url_bytes = len(_raw_target(request))
+        if url_bytes > settings.API_MAX_URL_BYTES:
+            return JsonResponse(
+                error_body(
+                    ErrorCode.URI_TOO_LONG,
+                    f"The URL is {url_bytes} bytes long; at most {settings.API_MAX_URL_BYTES}.",
+                ),
+                status=414,
+            )
+        fields = _header_fields(request)
+        if len(fields) > settings.API_MAX_HEADERS:
+            return _headers_too_large(
+                f"The request has {len(fields)} header fields; at most {settings.API_MAX_HEADERS}."
+            )
+        for name, size in fields:
+            if size > settings.API_MAX_HEADER_BYTES:
+                return _headers_too_large(
+                    f"Header {name} is {size} bytes long; at most {settings.API_MAX_HEADER_BYTES}.",
+                    name,
+                )
+        return self.get_response(request)
+
+
+def _raw_target(request: HttpRequest) -> bytes:
+    """The URL as the client sent it (gunicorn passes it on), else as Django rebuilds it."""
+    environ = getattr(request, "environ", None) or {}
+    raw = environ.get("RAW_URI") or request.get_full_path()
+    return str(raw).encode("latin-1", errors="replace")
+
+
+def _header_fields(request: HttpRequest) -> list[tuple[str, int]]:
+    """(name, bytes of its line: name, ": ", value) of each header field of the request."""
+    fields = []
+    for key, value in request.META.items():
+        if key.startswith("HTTP_"):
+            name = key[5:]
+        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH") and value:
+            name = key
+        else:
+            continue
+        name = name.replace("_", "-").title()
+        fields.append((name, len(name) + 2 + len(str(value).encode("latin-1", errors="replace"))))
+    return fields
+
+
+def _headers_too_large(message: str, name: str = "") -> JsonResponse:
+    fields = {f"headers.{name}": [message]} if name else None
+    return JsonResponse(error_body(ErrorCode.HEADERS_TOO_LARGE, message, fields), status=431)
 
 
 class BodyLimitMiddleware:

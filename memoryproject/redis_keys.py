@@ -114,6 +114,11 @@ def history_drain_scheduled() -> str:
     return f"{_prefix()}:history:drain-scheduled"
 
 
+def history_audit_position() -> str:
+    """The last session primary key the history catch-up job audited (it goes round)."""
+    return f"{_prefix()}:history:audit-position"
+
+
 def lock(name: str) -> str:
     return f"{_prefix()}:lock:{name}"
 

@@ -52,8 +52,11 @@ ERROR_DESCRIPTIONS = {
     409: "`conflict` (or a more precise code): the request contradicts stored state",
     410: "`gone`: the object was erased",
     413: "`payload_too_large`: the body or one of its lists is over the limit",
+    414: "`uri_too_long`: the URL (path and query string) is over `API_MAX_URL_BYTES`",
     415: "`unsupported_media_type`: send `Content-Type: application/json`",
     429: "`throttled`: over the key's rate limit; retry after `Retry-After` seconds",
+    431: "`headers_too_large`: a header line over `API_MAX_HEADER_BYTES`, or over "
+    "`API_MAX_HEADERS` header fields",
     503: "`store_unavailable`: a store did not answer; retry later",
 }
 
@@ -102,7 +105,7 @@ class ServiceAutoSchema(AutoSchema):
         return parameters
 
     def error_statuses(self) -> set[int]:
-        statuses = {401, 403, 429, 503}
+        statuses = {401, 403, 414, 429, 431, 503}  # 414 and 431: any request's URL and headers
         parameters = self._get_parameters()
         if self._get_request_body():
             statuses |= {400, 413, 415}

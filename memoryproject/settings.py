@@ -36,6 +36,7 @@ MIDDLEWARE = [
     "memoryproject.metrics.RequestMetricsMiddleware",
     "memoryproject.logging.RequestIdMiddleware",
     "memoryproject.store_timing.StoreTimingMiddleware",
+    "memoryproject.parsers.RequestHeadLimitMiddleware",
     "memoryproject.parsers.BodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -141,6 +142,8 @@ HISTORY_EMBED_BATCH = env.integer("HISTORY_EMBED_BATCH", 64, minimum=1)
 HISTORY_DRAIN_EVENTS = env.integer("HISTORY_DRAIN_EVENTS", 256, minimum=1)
 HISTORY_DRAIN_DELAY_SECONDS = env.integer("HISTORY_DRAIN_DELAY_SECONDS", 1, minimum=0)
 HISTORY_MAX_LAG_SECONDS = env.integer("HISTORY_MAX_LAG_SECONDS", 120, minimum=1)
+# Sessions whose entries below their cursor each catch-up run checks against the indexes.
+HISTORY_AUDIT_SESSIONS = env.integer("HISTORY_AUDIT_SESSIONS", 20, minimum=0)
 HISTORY_BRANCH_TIMEOUT_SECONDS = env.integer("HISTORY_BRANCH_TIMEOUT_MS", 1000, minimum=10) / 1000
 # Hybrid history search: weighted Reciprocal Rank Fusion, w / (k + rank) summed per branch.
 HISTORY_RRF_K = env.integer("HISTORY_RRF_K", 60, minimum=1)
@@ -284,6 +287,15 @@ TRANSCRIPT_MAX_CONTENT_CHARS = env.integer("TRANSCRIPT_MAX_CONTENT_CHARS", 65536
 API_MAX_JSON_DEPTH = env.integer("API_MAX_JSON_DEPTH", 32, minimum=4)
 # Django's own guard on request bodies, at the same size: the API answers it 413 in its shape.
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
+# Longest URL (path and query string, as sent), longest header line (name, ": ", value) and most
+# header fields a request may carry: over them it is answered 414 or 431 in the API's error
+# shape. gunicorn.conf.py sets gunicorn's own limits above these, so Django is the one refusing;
+# gunicorn cannot allow request lines over 8190 bytes, hence the URL's ceiling.
+API_MAX_URL_BYTES = env.integer("API_MAX_URL_BYTES", 4096, minimum=256)
+if API_MAX_URL_BYTES > 8000:
+    raise ConfigError("API_MAX_URL_BYTES", "must be at most 8000 (gunicorn reads 8190 at most)")
+API_MAX_HEADER_BYTES = env.integer("API_MAX_HEADER_BYTES", 8190, minimum=1024)
+API_MAX_HEADERS = env.integer("API_MAX_HEADERS", 100, minimum=16)
 
 # --- i18n, security, logging -------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

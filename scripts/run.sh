@@ -34,8 +34,9 @@ stores_up
 echo "==> demo tenant"
 .venv/bin/python manage.py seed_demo ${DEMO_ADMIN_PASSWORD:+--password "$DEMO_ADMIN_PASSWORD"}
 
-.venv/bin/gunicorn memoryproject.wsgi --bind "127.0.0.1:$PORT" --workers "${WEB_WORKERS:-4}" \
-  --log-level warning &
+# gunicorn.conf.py: warm-up hook and request line / header limits above the service's own.
+.venv/bin/gunicorn --config gunicorn.conf.py memoryproject.wsgi --bind "127.0.0.1:$PORT" \
+  --workers "${WEB_WORKERS:-4}" --log-level warning &
 pids+=($!)
 .venv/bin/celery -A memoryproject worker --loglevel INFO --concurrency "${WORKER_CONCURRENCY:-2}" &
 pids+=($!)

@@ -192,3 +192,12 @@ def task_session_ids(*, tenant: Tenant, user_id: str, task_id: str, limit: int =
         .values_list("external_id", flat=True)[:limit]
     )
     return list(rows)
+
+
+def message_ids_stored(*, tenant: Tenant, session_id: str, message_ids: list[str]) -> set[str]:
+    """Which of these event ids the tenant's session already holds."""
+    return set(
+        EventRef.objects.filter(
+            session__tenant=tenant, session__external_id=session_id, message_id__in=message_ids
+        ).values_list("message_id", flat=True)
+    )

@@ -17,7 +17,7 @@ from profiles.services import end_user_get_or_create
 from transcripts.models import EventRef, Segment, Session
 from transcripts.segments import encode_segment, event_digest, sha256_hex
 from transcripts.selectors import session_owner_conflict
-from transcripts.signals import events_appended
+from transcripts.signals import events_appended, events_appending
 from transcripts.storage import segment_delete, segment_write
 
 
@@ -89,6 +89,15 @@ def events_append(
             result, stored_name = _write_segment(session=session, events=events, task_id=task_id)
             first_seq, last_seq = result.ids[0][0], result.ids[-1][0]
             roles = frozenset(event.role for event in events)
+            # Within the transaction: what a receiver writes commits with the append or not
+            # at all (the history outbox row).
+            events_appending.send(
+                sender=Session,
+                session_pk=session.pk,
+                first_seq=first_seq,
+                last_seq=last_seq,
+                roles=roles,
+            )
             # send_robust: a failing receiver (say, the broker is down) must not turn a
             # committed append into an error; the extraction catch-up job covers it later.
             transaction.on_commit(

@@ -14,7 +14,7 @@ from transcripts.models import Session
 class HistoryOutbox(models.Model):
     """A range of a session's transcript events still to be indexed as history entries.
 
-    Recorded right after an append commits; a task drains it in batches (embedding many
+    Recorded in the append's own transaction; a task drains it in batches (embedding many
     events per call), and a beat job drains what a missed task left.
     """
 

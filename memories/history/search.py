@@ -222,11 +222,21 @@ class ElasticsearchHistoryIndex:
         return [hit.meta.id for hit in response]
 
     def ids_where(
-        self, *, tenant_id: str, ids: Sequence[str] = (), user_id: str = "", limit: int = 10000
+        self,
+        *,
+        tenant_id: str,
+        ids: Sequence[str] | None = None,
+        user_id: str = "",
+        limit: int = 10000,
     ) -> list[str]:
-        """Ids of the tenant's stored entries among `ids`, or of one user."""
+        """Ids of the tenant's stored entries among `ids`, or of one user.
+
+        `ids=None` leaves ids unfiltered; an empty list matches nothing.
+        """
+        if ids is not None and not ids:
+            return []
         filters = [Q("term", tenant_id=tenant_id)]
-        if ids:
+        if ids is not None:
             filters.append(Q("terms", entry_id=list(ids)))
         if user_id:
             filters.append(Q("term", user_id=user_id))
@@ -243,6 +253,11 @@ class ElasticsearchHistoryIndex:
         """Every stored entry of one end user (its fields), in entry_id order."""
         for hit in self._scan(Q("bool", filter=_owner(tenant_id, user_id)), STORED_FIELDS):
             yield hit.to_dict()
+
+    def session_ids(self, *, tenant_id: str, session_pk: int) -> list[str]:
+        """Ids of every stored entry of one session."""
+        query = Q("bool", filter=[Q("term", tenant_id=tenant_id), Q("term", session_pk=session_pk)])
+        return [hit.meta.id for hit in self._scan(query, ["session_pk"])]
 
     def stored(self, *, tenant_id: str | None = None) -> Iterator[tuple[str, int]]:
         """(entry_id, session_pk) of every stored entry (of one tenant), in entry_id order."""

@@ -206,7 +206,8 @@ def _advance_cursor(session_pk: int, seq: int) -> None:
 def history_record_append(
     *, session_pk: int, first_seq: int, last_seq: int, roles: frozenset[str]
 ) -> bool:
-    """Note a committed append's new events for indexing; returns whether a row was added.
+    """Note an append's new events for indexing, inside its transaction; returns whether a
+    row was added.
 
     Appends of system events only (such as recall records) hold nothing to index: a cursor
     that had indexed everything before them moves past them instead.
@@ -329,8 +330,9 @@ def history_outbox_drain(*, limit_events: int | None = None) -> DrainResult:
 
 
 def history_catch_up(*, quiet_seconds: int = 60, limit: int = 500) -> int:
-    """Queue the unindexed events of sessions an append signal missed (a crash between the
-    commit and the outbox row); returns how many sessions were queued."""
+    """Queue the unindexed events above the cursor of sessions without a pending row (history
+    switched on again, or rows dropped); returns how many sessions were queued. Gaps below a
+    cursor are found by `history_audit`."""
     quiet_since = timezone.now() - timedelta(seconds=quiet_seconds)
     lagging = (
         Session.objects.filter(
@@ -350,6 +352,86 @@ def history_catch_up(*, quiet_seconds: int = 60, limit: int = 500) -> int:
         HistoryOutbox(session_id=pk, first_seq=(indexed or 0) + 1, last_seq=count)
         for pk, count, indexed in lagging
     ]
+    HistoryOutbox.objects.bulk_create(rows)
+    return len(rows)
+
+
+def _runs(seqs: Sequence[int]) -> list[tuple[int, int]]:
+    """Consecutive runs of sorted sequence numbers, as (first, last)."""
+    runs: list[tuple[int, int]] = []
+    for seq in seqs:
+        if runs and seq == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], seq)
+        else:
+            runs.append((seq, seq))
+    return runs
+
+
+def _position() -> int:
+    from memoryproject import redis_keys as keys
+    from memoryproject.redis_client import redis_connection
+
+    try:
+        return int(redis_connection().get(keys.history_audit_position()) or 0)
+    except Exception:  # Redis is down: start the round again
+        logger.warning("history audit position not read", exc_info=True)
+        return 0
+
+
+def _set_position(pk: int) -> None:
+    from memoryproject import redis_keys as keys
+    from memoryproject.redis_client import redis_connection
+
+    try:
+        redis_connection().set(keys.history_audit_position(), str(pk))
+    except Exception:
+        logger.warning("history audit position not kept", exc_info=True)
+
+
+def session_gaps(*, session: Session) -> list[tuple[int, int]]:
+    """Ranges of a session's events below its cursor whose entries neither index holds and no
+    pending outbox row covers (an append whose outbox row was lost, entries lost by a store)."""
+    cursor = HistoryCursor.objects.filter(session=session).values_list("indexed_seq", flat=True)
+    indexed_seq = cursor.first() or 0
+    if not indexed_seq:
+        return []
+    tenant_id = str(session.tenant_id)
+    held = set(history_search_index().session_ids(tenant_id=tenant_id, session_pk=session.pk))
+    held &= set(history_vector_index().session_ids(tenant_id=tenant_id, session_pk=session.pk))
+    pending = list(
+        HistoryOutbox.objects.filter(session=session).values_list("first_seq", "last_seq")
+    )
+    missing = []
+    for event in _read_events(session, after=0, last_seq=indexed_seq):
+        seq = int(event["seq"])
+        if not indexable(event) or any(low <= seq <= high for low, high in pending):
+            continue
+        if entry_id_for(session_pk=session.pk, seq=seq) not in held:
+            missing.append(seq)
+    return _runs(missing)
+
+
+def history_audit(*, sessions: int | None = None) -> int:
+    """Check the next few live sessions (round-robin by primary key) for gaps below their
+    cursor and queue each gap in the outbox; returns how many ranges were queued."""
+    limit = settings.HISTORY_AUDIT_SESSIONS if sessions is None else sessions
+    if not limit:
+        return 0
+    after = _position()
+    batch = list(
+        _live_sessions(None).filter(pk__gt=after, history_cursor__indexed_seq__gt=0)[:limit]
+    )
+    _set_position(batch[-1].pk if len(batch) == limit else 0)
+    enabled: dict[int, bool] = {}
+    rows = []
+    for session in batch:
+        if session.tenant_id not in enabled:
+            enabled[session.tenant_id] = history_enabled(tenant_id=session.tenant_id)
+        if not enabled[session.tenant_id]:
+            continue
+        for low, high in session_gaps(session=session):
+            logger.warning("history of session %s lacks events %d-%d", session.pk, low, high)
+            rows.append(HistoryOutbox(session=session, first_seq=low, last_seq=high))
     HistoryOutbox.objects.bulk_create(rows)
     return len(rows)
 

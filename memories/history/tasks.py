@@ -21,16 +21,18 @@ from memoryproject.errors import StoreUnavailable
 def history_outbox_drain_task(*, catch_up: bool = False) -> str:
     """Index transcript events waiting in the history outbox; requeues itself while rows remain.
 
-    With `catch_up` (the beat job) sessions an append signal missed are queued first.
+    With `catch_up` (the beat job) unindexed events are queued first: those above a session's
+    cursor with no row pending, and the gaps below the cursors of a few audited sessions.
     """
     from memories.history.services import (
+        history_audit,
         history_catch_up,
         history_drain_started,
         history_outbox_drain,
     )
 
     history_drain_started()
-    queued = history_catch_up() if catch_up else 0
+    queued = history_catch_up() + history_audit() if catch_up else 0
     result = history_outbox_drain()
     if result.more:
         history_outbox_drain_task.delay()

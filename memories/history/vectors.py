@@ -129,14 +129,26 @@ class MilvusHistoryIndex(MilvusCollection):
             matches.append(HistoryMatch(match.id, match.score, entity))
         return matches
 
-    def ids_where(self, *, tenant_id: str, ids: Sequence[str] = (), user_id: str = "") -> list[str]:
-        """Ids of the tenant's stored vectors among `ids`, or of one user."""
+    def ids_where(
+        self, *, tenant_id: str, ids: Sequence[str] | None = None, user_id: str = ""
+    ) -> list[str]:
+        """Ids of the tenant's stored vectors among `ids`, or of one user.
+
+        `ids=None` leaves ids unfiltered; an empty list matches nothing.
+        """
+        if ids is not None and not ids:
+            return []
         parts = [f"tenant_id == {quoted(tenant_id)}"]
-        if ids:
+        if ids is not None:
             parts.append(is_in("id", ids))
         if user_id:
             parts.append(f"user_id == {quoted(user_id)}")
         return self.ids_matching(" and ".join(parts))
+
+    def session_ids(self, *, tenant_id: str, session_pk: int) -> list[str]:
+        """Ids of every stored vector of one session."""
+        expression = f"tenant_id == {quoted(tenant_id)} and session_pk == {int(session_pk)}"
+        return [str(row["id"]) for row in self.rows(expression=expression, output_fields=[])]
 
     def stored(self, *, tenant_id: str | None = None) -> Iterator[tuple[str, int]]:
         """(entry_id, session_pk) of every stored vector (of one tenant)."""

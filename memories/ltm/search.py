@@ -95,7 +95,7 @@ class CardSearchIndex(Protocol):
     def remove_tenant(self, *, tenant_id: str) -> int: ...
     def remove_ids(self, *, ids: Sequence[str]) -> int: ...
     def ids_where(
-        self, *, tenant_id: str, ids: Sequence[str] = (), user_id: str = ""
+        self, *, tenant_id: str, ids: Sequence[str] | None = None, user_id: str = ""
     ) -> list[str]: ...
     def matching_texts(
         self, *, tenant_id: str, text: str, limit: int = 10
@@ -211,10 +211,17 @@ class ElasticsearchCardIndex:
         """Delete card documents by memory_id, whatever their version; returns how many."""
         return self._delete_where(Q("terms", memory_id=list(ids))) if ids else 0
 
-    def ids_where(self, *, tenant_id: str, ids: Sequence[str] = (), user_id: str = "") -> list[str]:
-        """Ids of the tenant's stored cards among `ids`, or of one user (any status)."""
+    def ids_where(
+        self, *, tenant_id: str, ids: Sequence[str] | None = None, user_id: str = ""
+    ) -> list[str]:
+        """Ids of the tenant's stored cards among `ids`, or of one user (any status).
+
+        `ids=None` leaves ids unfiltered; an empty list matches nothing.
+        """
+        if ids is not None and not ids:
+            return []
         filters = [Q("term", tenant_id=tenant_id)]
-        if ids:
+        if ids is not None:
             filters.append(Q("terms", memory_id=list(ids)))
         if user_id:
             filters.append(Q("term", user_id=user_id))

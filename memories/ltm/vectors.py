@@ -43,7 +43,7 @@ class VectorIndex(Protocol):
     def remove_user(self, *, tenant_id: str, user_id: str) -> int: ...
     def vectors_of(self, *, ids: Sequence[str]) -> dict[str, list[float]]: ...
     def ids_where(
-        self, *, tenant_id: str, ids: Sequence[str] = (), user_id: str = ""
+        self, *, tenant_id: str, ids: Sequence[str] | None = None, user_id: str = ""
     ) -> list[str]: ...
 
 
@@ -88,10 +88,17 @@ class MilvusVectorIndex(MilvusCollection):
             f"tenant_id == {quoted(tenant_id)} and user_id == {quoted(user_id)}"
         )
 
-    def ids_where(self, *, tenant_id: str, ids: Sequence[str] = (), user_id: str = "") -> list[str]:
-        """Ids of stored vectors of the tenant among `ids`, or of one user (any status)."""
+    def ids_where(
+        self, *, tenant_id: str, ids: Sequence[str] | None = None, user_id: str = ""
+    ) -> list[str]:
+        """Ids of stored vectors of the tenant among `ids`, or of one user (any status).
+
+        `ids=None` leaves ids unfiltered; an empty list matches nothing.
+        """
+        if ids is not None and not ids:
+            return []
         parts = [f"tenant_id == {quoted(tenant_id)}"]
-        if ids:
+        if ids is not None:
             parts.append(is_in("id", ids))
         if user_id:
             parts.append(f"user_id == {quoted(user_id)}")

@@ -10,6 +10,13 @@ they copy) and the standing rules of the profile section.
 When Redis is unreachable (and with it the broker, usually the same server) the record is
 kept as a row of a PostgreSQL outbox instead, which the same task applies first once Redis
 is back (the `recall-effects-apply` beat job), so every recall stays recorded.
+
+A batch leaves its queue (the Redis log is trimmed, the outbox rows deleted) only once every
+record of it is applied. A store that refuses a write (transcript storage full or unwritable:
+`StoreUnavailable`) leaves the whole batch queued and the task retries; recalls already
+recorded are recognised by their id and not appended again, and access counts are applied
+only with the batch's events. Only a permanent error of a record itself (its session unknown,
+erased or another user's) drops that record, with a warning naming it.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from memoryproject.errors import DomainError, StoreUnavailable
 from memoryproject.locks import redis_lock
 from memoryproject.redis_keys import Owner
 from profiles.models import EndUser, Tenant
+from transcripts.selectors import message_ids_stored
 from transcripts.services import EventIn, Role, events_append
 
 logger = logging.getLogger(__name__)
@@ -64,6 +72,17 @@ def recall_effects_schedule(
         _enqueue(lambda: recall_effects_apply_task.apply_async(countdown=countdown), record)
 
 
+def _keep_all_in_outbox(records: Sequence[dict[str, Any]]) -> bool:
+    try:
+        RecallEffectOutbox.objects.bulk_create(
+            RecallEffectOutbox(tenant_id=record["tenant_id"], record=record) for record in records
+        )
+    except DatabaseError:
+        logger.warning("recall effects of %d recalls not kept", len(records), exc_info=True)
+        return False
+    return True
+
+
 def _keep_in_outbox(record: dict[str, Any]) -> bool:
     try:
         RecallEffectOutbox.objects.create(tenant_id=record["tenant_id"], record=record)
@@ -88,9 +107,19 @@ class EffectsResult:
 
 
 def recall_effects_apply(*, records: Sequence[dict[str, Any]] | None = None) -> EffectsResult:
-    """Apply the oldest queued recalls (or the given records) in one batch."""
+    """Apply the oldest queued recalls (or the given records) in one batch.
+
+    StoreUnavailable leaves the batch queued: given records are kept in the PostgreSQL outbox
+    (raised again only if that fails too), queued ones stay where they are.
+    """
     if records is not None:
-        _apply(records)
+        try:
+            _apply(records)
+        except StoreUnavailable as exc:
+            if not _keep_all_in_outbox(records):
+                raise
+            logger.warning("recall effects of %d recalls kept for later: %s", len(records), exc)
+            return EffectsResult(applied=0, more=False)
         return EffectsResult(applied=len(records), more=False)
     with redis_lock("recall-effects", ttl_seconds=180) as acquired:
         if not acquired:
@@ -109,6 +138,8 @@ def recall_effects_apply(*, records: Sequence[dict[str, Any]] | None = None) -> 
 
 
 def _apply(records: Sequence[dict[str, Any]]) -> None:
+    # Events first: a refused write raises before any count is applied, so a retried batch
+    # counts each recall once.
     _append_events(records)
     _touch_cards(records)
     try:
@@ -167,23 +198,44 @@ def _append_events(records: Sequence[dict[str, Any]]) -> None:
             continue  # the user was erased after this recall: record nothing about them
         by_session[(record["tenant_id"], record["session_id"], record["user_id"])].append(record)
     tenants = Tenant.objects.in_bulk({tenant_id for tenant_id, _, _ in by_session})
+    refused: StoreUnavailable | None = None
     for (tenant_id, session_id, user_id), session_records in by_session.items():
         tenant = tenants.get(tenant_id)
         if tenant is None:
             continue  # the tenant was deleted meanwhile
-        events = [_event(record) for record in session_records]
+        # A batch applied before (a retry after a refused write) appended some already.
+        stored = message_ids_stored(
+            tenant=tenant,
+            session_id=session_id,
+            message_ids=[r["recall_id"] for r in session_records],
+        )
+        pending = [r for r in session_records if r["recall_id"] not in stored]
+        if not pending:
+            continue
         try:
             events_append(
                 tenant=tenant,
                 session_id=session_id,
                 user_id=user_id,
-                events=events,
-                task_id=session_records[-1]["task_id"],
+                events=[_event(record) for record in pending],
+                task_id=pending[-1]["task_id"],
                 create_session=False,  # a recall creates no session and no user
             )
+        except StoreUnavailable as exc:
+            # Transcript storage refused the write: the batch stays queued. The other sessions
+            # are still tried, so what storage accepts lands now.
+            refused = exc
         except DomainError as exc:
-            # e.g. the session is unknown or another user's: the recall is still in the logs.
-            logger.warning("recall events of %s not recorded: %s", session_id, exc)
+            # The session is unknown, erased or another user's: these recalls can never be
+            # recorded there (they remain in the request logs).
+            logger.warning(
+                "recall events of session %s dropped (%s): %s",
+                session_id,
+                exc.code,
+                ", ".join(r["recall_id"] for r in pending),
+            )
+    if refused is not None:
+        raise refused
 
 
 def _event(record: dict[str, Any]) -> EventIn:

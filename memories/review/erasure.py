@@ -172,7 +172,7 @@ def _step_elasticsearch(request: DeletionRequest, inventory: dict[str, Any]) -> 
 def _step_milvus(request: DeletionRequest, inventory: dict[str, Any]) -> dict[str, int]:
     vectors = vector_index()
     ids = inventory.get("card_ids", [])
-    held = vectors.ids_where(tenant_id=str(request.tenant_id), ids=ids) if ids else []
+    held = vectors.ids_where(tenant_id=str(request.tenant_id), ids=ids)
     vectors.remove(ids=held)
     deleted = len(held)
     if request.kind == Kind.USER:
