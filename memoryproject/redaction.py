@@ -315,18 +315,39 @@ class Redactor:
     ) -> None:
         self._extra = tuple(extra)
         self._known = tuple(known)
+        self._fragments: tuple[tuple[str, str], ...] = ()
+
+    def _fragment_of(self, text: str) -> str | None:
+        """The kind of the known value `text` is a piece of (of at least MIN_FRAGMENT_CHARS)."""
+        piece = _SEPARATORS.sub("", text.strip()).lower()
+        if len(piece) < MIN_FRAGMENT_CHARS:
+            return None
+        return next((kind for value, kind in self._fragments if piece in value), None)
 
     def knowing(self, found: dict[str, str]) -> Redactor:
         """This redactor, also redacting the given raw values (value -> kind) wherever they
         stand, alone or in other text: a value found sensitive in one field of a record (`my
         password is hunter2x06` in a summary) is sensitive in every other (an entity
-        `hunter2x06`). Digits match with or without their spaces and dashes."""
+        `hunter2x06`). Digits match with or without their spaces and dashes, and a text that
+        is nothing but a piece of such a value (an entity an extractor cut out of a key) is
+        redacted whole."""
         known = [*self._known]
         for value, kind in found.items():
             pattern = _known_pattern(value)
             if pattern is not None:
                 known.append((pattern, kind))
-        return Redactor(self._extra, known) if known else self
+        if not known:
+            return self
+        redactor = Redactor(self._extra, known)
+        redactor._fragments = (
+            *self._fragments,
+            *(
+                (_SEPARATORS.sub("", v).lower(), k)
+                for v, k in found.items()
+                if MARKER_PREFIX not in v
+            ),
+        )
+        return redactor
 
     def text(self, text: str, *, context: str = "") -> Redacted:
         """`text` with every sensitive value replaced by `[REDACTED:<kind>]`.
@@ -339,6 +360,9 @@ class Redactor:
         if context and text.strip() and _SECRET_FIELD.search(context) and MARKER_PREFIX not in text:
             found = ((text.strip(), "secret"),)
             return Redacted(MARKER.format(kind="secret"), frozenset({"secret"}), True, found)
+        if self._fragments and (kind := self._fragment_of(text)):
+            # A piece of a value found elsewhere (`xR4nd0mT0k3n` of `glpat-xR4nd0mT0k3n…`).
+            return Redacted(MARKER.format(kind=kind), frozenset({kind}), True, ((text, kind),))
         spans = [span for detect in _DETECTORS for span in detect(text, context)]
         spans += [
             _Span(*m.span(), "custom")
@@ -406,7 +430,7 @@ class Redactor:
         if isinstance(value, dict):
             return {
                 self.value(k, path=f"{path}.{k}", report=report): self.value(
-                    v, path=f"{path}.{k}", report=report, context=str(k)
+                    v, path=f"{path}.{k}", report=report, context=_key_context(str(k))
                 )
                 for k, v in value.items()
             }
@@ -426,9 +450,18 @@ class Redactor:
         return kept
 
 
+# The context of an entity or a tag: they name things, and a name shaped like a card or an ID
+# number is one (`5500 0600 0000 0001` as an entity, though it fails the Luhn check).
+NAMES_CONTEXT = "card / ID number"
 # A value shorter than this is not looked for elsewhere: `pin: 42` would redact every 42.
 MIN_KNOWN_CHARS = 4
+MIN_FRAGMENT_CHARS = 6
 _SEPARATORS = re.compile(r"[ -]")
+
+
+def _key_context(key: str) -> str:
+    """The context a JSON key gives its value: itself, or for a list of names, that."""
+    return NAMES_CONTEXT if key in ("entities", "tags") else key
 
 
 def _known_pattern(value: str) -> re.Pattern[str] | None:
@@ -494,9 +527,13 @@ def redact_text(text: str) -> str:
     return DEFAULT.text(text).text
 
 
-def redact_json(value: Any, redactor: Redactor = DEFAULT) -> Any:
-    """A JSON-like value redacted for display."""
-    return redactor.value(value, path="", report=Report())
+def redact_json(value: Any, redactor: Redactor = DEFAULT, *, context: str = "") -> Any:
+    """A JSON-like value redacted for display, as one record (see `redact_record`)."""
+    redacted, _ = redact_record(
+        redactor,
+        lambda redactor, report: redactor.value(value, path="", report=report, context=context),
+    )
+    return redacted
 
 
 # --- tenants' own patterns ---------------------------------------------------------------------

@@ -26,7 +26,13 @@ from memories.ltm.search import card_search_index
 from memories.ltm.text import bm25_text
 from memories.ltm.vectors import vector_index
 from memoryproject.errors import Invalid, NotFound, StoreUnavailable
-from memoryproject.redaction import Redactor, Report, redact_record, redactor_for
+from memoryproject.redaction import (
+    NAMES_CONTEXT,
+    Redactor,
+    Report,
+    redact_record,
+    redactor_for,
+)
 from profiles.models import Project, Tenant
 from profiles.services import end_user_get_or_create
 
@@ -175,8 +181,12 @@ def redacted_cards(cards: Sequence[CardInput], *, redactor: Redactor, path: str)
                 title=text("title", card.title),
                 summary=text("summary", card.summary),
                 content=text("content", card.content),
-                entities=redactor.strings(card.entities, path=f"{lists}entities", report=report),
-                tags=redactor.strings(card.tags, path=f"{lists}tags", report=report),
+                entities=redactor.strings(
+                    card.entities, path=f"{lists}entities", report=report, context=NAMES_CONTEXT
+                ),
+                tags=redactor.strings(
+                    card.tags, path=f"{lists}tags", report=report, context=NAMES_CONTEXT
+                ),
             )
 
         one, report = redact_record(redactor, redact)

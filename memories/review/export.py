@@ -16,7 +16,13 @@ from memories.ltm.serializers import card_view
 from memories.review.models import PromotionRequest
 from memories.stm.serializers import item_document
 from memories.stm.store import stm_store
-from memoryproject.redaction import Redactor, Report, redact_fields, redactor_for
+from memoryproject.redaction import (
+    NAMES_CONTEXT,
+    Redactor,
+    redact_fields,
+    redact_json,
+    redactor_for,
+)
 from memoryproject.redis_keys import Owner
 from profiles.models import StableFact, Tenant, UserPreference
 from profiles.selectors import end_user_for, profile_document_for
@@ -38,10 +44,11 @@ STM_TEXT_FIELDS = (
 )
 CARD_TEXT_FIELDS = ("title", "summary", "content", "entities", "tags")
 PROFILE_TEXT_FIELDS = ("display_name", "answer_style", "extras")
+NAMES = {"entities": NAMES_CONTEXT, "tags": NAMES_CONTEXT}
 
 
 def _value(redactor: Redactor, value: Any, *, context: str = "") -> Any:
-    return redactor.value(value, path="", report=Report(), context=context)
+    return redact_json(value, redactor, context=context)
 
 
 def _versions(rows: Any, redactor: Redactor) -> list[dict[str, Any]]:
@@ -137,12 +144,13 @@ def user_export(*, tenant: Tenant, user_id: str, raw_transcripts: bool = False) 
                 redactor,
                 item_document(item),
                 STM_TEXT_FIELDS,
-                contexts={"fact_value": item.canonical_fact_key},
+                contexts={"fact_value": item.canonical_fact_key, **NAMES},
             )[0]
             for item in stm_store().items_of(owner=owner, limit=MAX_STM_ITEMS)
         ],
         "long_term": [
-            redact_fields(redactor, card_view(card), CARD_TEXT_FIELDS)[0] for card in cards
+            redact_fields(redactor, card_view(card), CARD_TEXT_FIELDS, contexts=NAMES)[0]
+            for card in cards
         ],
         "transcripts": _transcripts(sessions, None if raw_transcripts else redactor),
         "history": _history(tenant, end_user.external_id, redactor),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from memories.write.candidates import Candidate
-from memoryproject.redaction import Redactor, Report, redact_record
+from memoryproject.redaction import NAMES_CONTEXT, Redactor, Report, redact_record
 
 # Fields whose value is the memory itself: one that held nothing but sensitive content
 # leaves nothing to store.
@@ -46,8 +46,14 @@ def redact_candidate(candidate: Candidate, *, redactor: Redactor) -> RedactedCan
             # The key names what the value is: `profile.bank_card` makes any card number count.
             fact_value=text("fact_value", candidate.fact_value, candidate.canonical_fact_key),
             detail=redactor.value(dict(candidate.detail), path="detail", report=report),
-            entities=tuple(redactor.strings(candidate.entities, path="entities", report=report)),
-            tags=tuple(redactor.strings(candidate.tags, path="tags", report=report)),
+            entities=tuple(
+                redactor.strings(
+                    candidate.entities, path="entities", report=report, context=NAMES_CONTEXT
+                )
+            ),
+            tags=tuple(
+                redactor.strings(candidate.tags, path="tags", report=report, context=NAMES_CONTEXT)
+            ),
         )
 
     redacted, report = redact_record(redactor, redact)
