@@ -290,6 +290,9 @@ class Redacted:
     text: str
     kinds: frozenset[str] = frozenset()
     only_sensitive: bool = False
+    # The raw values replaced, with their kinds: kept in memory only, so a caller can redact
+    # the same value where it stands alone (a bare entity of the same proposal).
+    found: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -299,13 +302,52 @@ class Report:
 
     kinds: set[str] = field(default_factory=set)
     emptied: list[str] = field(default_factory=list)
+    found: dict[str, str] = field(default_factory=dict)  # raw value -> kind (in memory only)
 
 
 class Redactor:
     """The built-in detectors plus a tenant's extra patterns (matched as `custom`)."""
 
-    def __init__(self, extra: Sequence[re.Pattern[str]] = ()) -> None:
+    def __init__(
+        self,
+        extra: Sequence[re.Pattern[str]] = (),
+        known: Sequence[tuple[re.Pattern[str], str]] = (),
+    ) -> None:
         self._extra = tuple(extra)
+        self._known = tuple(known)
+        self._fragments: tuple[tuple[str, str], ...] = ()
+
+    def _fragment_of(self, text: str) -> str | None:
+        """The kind of the known value `text` is a piece of (of at least MIN_FRAGMENT_CHARS)."""
+        piece = _SEPARATORS.sub("", text.strip()).lower()
+        if len(piece) < MIN_FRAGMENT_CHARS:
+            return None
+        return next((kind for value, kind in self._fragments if piece in value), None)
+
+    def knowing(self, found: dict[str, str]) -> Redactor:
+        """This redactor, also redacting the given raw values (value -> kind) wherever they
+        stand, alone or in other text: a value found sensitive in one field of a record (`my
+        password is hunter2x06` in a summary) is sensitive in every other (an entity
+        `hunter2x06`). Digits match with or without their spaces and dashes, and a text that
+        is nothing but a piece of such a value (an entity an extractor cut out of a key) is
+        redacted whole."""
+        known = [*self._known]
+        for value, kind in found.items():
+            pattern = _known_pattern(value)
+            if pattern is not None:
+                known.append((pattern, kind))
+        if not known:
+            return self
+        redactor = Redactor(self._extra, known)
+        redactor._fragments = (
+            *self._fragments,
+            *(
+                (_SEPARATORS.sub("", v).lower(), k)
+                for v, k in found.items()
+                if MARKER_PREFIX not in v
+            ),
+        )
+        return redactor
 
     def text(self, text: str, *, context: str = "") -> Redacted:
         """`text` with every sensitive value replaced by `[REDACTED:<kind>]`.
@@ -316,11 +358,21 @@ class Redactor:
         if not text:
             return Redacted(text)
         if context and text.strip() and _SECRET_FIELD.search(context) and MARKER_PREFIX not in text:
-            return Redacted(MARKER.format(kind="secret"), frozenset({"secret"}), True)
+            found = ((text.strip(), "secret"),)
+            return Redacted(MARKER.format(kind="secret"), frozenset({"secret"}), True, found)
+        if self._fragments and (kind := self._fragment_of(text)):
+            # A piece of a value found elsewhere (`xR4nd0mT0k3n` of `glpat-xR4nd0mT0k3n…`).
+            return Redacted(MARKER.format(kind=kind), frozenset({kind}), True, ((text, kind),))
         spans = [span for detect in _DETECTORS for span in detect(text, context)]
         spans += [
             _Span(*m.span(), "custom")
             for pattern in self._extra
+            for m in pattern.finditer(text)
+            if m.end() > m.start()
+        ]
+        spans += [
+            _Span(*m.span(), kind)
+            for pattern, kind in self._known
             for m in pattern.finditer(text)
             if m.end() > m.start()
         ]
@@ -349,6 +401,7 @@ class Redactor:
             only_sensitive=not any(
                 char.isalnum() for char, hidden in zip(text, covered, strict=True) if not hidden
             ),
+            found=tuple((text[span.start : span.end], span.kind) for span in kept),
         )
 
     def value(self, value: Any, *, path: str, report: Report, context: str = "") -> Any:
@@ -357,6 +410,7 @@ class Redactor:
         if isinstance(value, str):
             redacted = self.text(value, context=context)
             report.kinds.update(redacted.kinds)
+            report.found.update(redacted.found)
             if redacted.kinds and redacted.only_sensitive:
                 report.emptied.append(path)
             return redacted.text
@@ -364,6 +418,7 @@ class Redactor:
             redacted = self.text(str(value), context=context)
             if redacted.kinds:
                 report.kinds.update(redacted.kinds)
+                report.found.update(redacted.found)
                 report.emptied.append(path)
                 return redacted.text
             return value
@@ -375,7 +430,7 @@ class Redactor:
         if isinstance(value, dict):
             return {
                 self.value(k, path=f"{path}.{k}", report=report): self.value(
-                    v, path=f"{path}.{k}", report=report, context=str(k)
+                    v, path=f"{path}.{k}", report=report, context=_key_context(str(k))
                 )
                 for k, v in value.items()
             }
@@ -395,6 +450,75 @@ class Redactor:
         return kept
 
 
+# The context of an entity or a tag: they name things, and a name shaped like a card or an ID
+# number is one (`5500 0600 0000 0001` as an entity, though it fails the Luhn check).
+NAMES_CONTEXT = "card / ID number"
+# A value shorter than this is not looked for elsewhere: `pin: 42` would redact every 42.
+MIN_KNOWN_CHARS = 4
+MIN_FRAGMENT_CHARS = 6
+_SEPARATORS = re.compile(r"[ -]")
+
+
+def _key_context(key: str) -> str:
+    """The context a JSON key gives its value: itself, or for a list of names, that."""
+    return NAMES_CONTEXT if key in ("entities", "tags") else key
+
+
+def _known_pattern(value: str) -> re.Pattern[str] | None:
+    """A pattern finding `value` as a whole word; a number of letters and digits with spaces
+    or dashes (a card, an IBAN) is found however it is spaced."""
+    value = value.strip()
+    if MARKER_PREFIX in value:
+        return None
+    compact = _SEPARATORS.sub("", value)
+    if len(compact) < MIN_KNOWN_CHARS:
+        return None
+    if compact.isalnum() and any(char.isdigit() for char in compact):
+        body = "[ -]?".join(re.escape(char) for char in compact)
+    else:
+        body = re.escape(value)
+    return re.compile(rf"(?<![0-9A-Za-z]){body}(?![0-9A-Za-z])", re.IGNORECASE)
+
+
+def redact_record(
+    redactor: Redactor, redact: Callable[[Redactor, Report], Any]
+) -> tuple[Any, Report]:
+    """Redact a record of several fields (a proposal, a card, a stored item) so that a value
+    found in one field is redacted in all of them: `redact(redactor, report)` redacts every
+    field; it runs again, knowing the values found, only when something was found."""
+    report = Report()
+    result = redact(redactor, report)
+    if not report.found:
+        return result, report
+    again = Report()
+    result = redact(redactor.knowing(dict(report.found)), again)
+    return result, again
+
+
+def redact_fields(
+    redactor: Redactor,
+    document: dict[str, Any],
+    names: Sequence[str],
+    *,
+    contexts: dict[str, str] | None = None,
+) -> tuple[dict[str, Any], Report]:
+    """A copy of `document` with the named fields redacted as one record (see
+    `redact_record`); `contexts` names a field's context (`fact_value`: its key)."""
+    contexts = contexts or {}
+
+    def redact(redactor: Redactor, report: Report) -> dict[str, Any]:
+        out = dict(document)
+        for name in names:
+            if out.get(name) not in (None, ""):
+                out[name] = redactor.value(
+                    document[name], path=name, report=report, context=contexts.get(name, "")
+                )
+        return out
+
+    redacted, report = redact_record(redactor, redact)
+    return redacted, report
+
+
 DEFAULT = Redactor()
 
 
@@ -403,9 +527,13 @@ def redact_text(text: str) -> str:
     return DEFAULT.text(text).text
 
 
-def redact_json(value: Any, redactor: Redactor = DEFAULT) -> Any:
-    """A JSON-like value redacted for display."""
-    return redactor.value(value, path="", report=Report())
+def redact_json(value: Any, redactor: Redactor = DEFAULT, *, context: str = "") -> Any:
+    """A JSON-like value redacted for display, as one record (see `redact_record`)."""
+    redacted, _ = redact_record(
+        redactor,
+        lambda redactor, report: redactor.value(value, path="", report=report, context=context),
+    )
+    return redacted
 
 
 # --- tenants' own patterns ---------------------------------------------------------------------

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from memoryproject.errors import Conflict, NotFound
+from memoryproject.redaction import Redactor, Report
 from profiles.models import Tenant
 from transcripts.models import EventRef, Segment, Session
 from transcripts.segments import decode_segment, sha256_hex
@@ -155,6 +157,21 @@ def events_by_ids(
                 if event["seq"] in seqs:
                     events.append({"session_id": sessions[session_pk].external_id, **event})
     return events
+
+
+def redacted_events(
+    events: Sequence[dict[str, Any]], *, redactor: Redactor
+) -> list[dict[str, Any]]:
+    """Events as every view but the replay of the raw record shows them: content (text,
+    content parts or JSON alike) and metadata redacted; ids, roles and times as stored."""
+    shown = []
+    for event in events:
+        event = dict(event)
+        for name in ("content", "metadata"):
+            if event.get(name):
+                event[name] = redactor.value(event[name], path=name, report=Report())
+        shown.append(event)
+    return shown
 
 
 def session_owner_conflict(session_id: str) -> Conflict:

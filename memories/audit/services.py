@@ -42,6 +42,7 @@ class Action:
     POLICY_CHANGE = "policy_change"
     REVOKE = "revoke"
     RETARGET = "retarget"
+    REDACT = "redact"
 
 
 @dataclass(frozen=True)

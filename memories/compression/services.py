@@ -7,9 +7,7 @@ what compression shows of it (near field, stubs, summary) is redacted like memor
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from memories.compression.llm import llm_summariser
 from memories.compression.plan import Compression, compress
@@ -17,10 +15,15 @@ from memories.compression.summary import Summariser
 from memories.stm.items import StmItem
 from memories.stm.selectors import stm_items_for
 from memoryproject.errors import Invalid, StoreUnavailable
-from memoryproject.redaction import Redactor, Report, redactor_for
+from memoryproject.redaction import redactor_for
 from profiles.models import Tenant
 from transcripts.models import Session
-from transcripts.selectors import events_after, session_for, session_owner_conflict
+from transcripts.selectors import (
+    events_after,
+    redacted_events,
+    session_for,
+    session_owner_conflict,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -109,15 +112,3 @@ def session_compress(
         skipped=(1, after) if after else None,
         degraded=degraded,
     )
-
-
-def redacted_events(
-    events: Sequence[dict[str, Any]], *, redactor: Redactor
-) -> list[dict[str, Any]]:
-    """Transcript events with their content redacted (text, content parts or JSON alike)."""
-    return [
-        {**event, "content": redactor.value(event.get("content"), path="", report=Report())}
-        if event.get("content")
-        else event
-        for event in events
-    ]

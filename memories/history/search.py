@@ -265,6 +265,18 @@ class ElasticsearchHistoryIndex:
         for hit in self._scan(query, ["session_pk"]):
             yield hit.meta.id, int(hit.session_pk)
 
+    def texts(self, *, tenant_id: str) -> Iterator[tuple[str, int, str, str]]:
+        """(entry_id, session_pk, text, context) of every stored entry of one tenant, in
+        entry_id order."""
+        for hit in self._scan(Q("term", tenant_id=tenant_id), ["session_pk", "text", "context"]):
+            source = hit.to_dict()
+            yield (
+                hit.meta.id,
+                int(source["session_pk"]),
+                str(source.get("text") or ""),
+                str(source.get("context") or ""),
+            )
+
     def _scan(self, query: Query, fields: list[str]) -> Iterator[Hit]:
         page = (
             self._entries()

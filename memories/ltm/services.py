@@ -26,7 +26,13 @@ from memories.ltm.search import card_search_index
 from memories.ltm.text import bm25_text
 from memories.ltm.vectors import vector_index
 from memoryproject.errors import Invalid, NotFound, StoreUnavailable
-from memoryproject.redaction import Redactor, Report, redactor_for
+from memoryproject.redaction import (
+    NAMES_CONTEXT,
+    Redactor,
+    Report,
+    redact_record,
+    redactor_for,
+)
 from profiles.models import Project, Tenant
 from profiles.services import end_user_get_or_create
 
@@ -150,34 +156,48 @@ def _audit_cards(tenant: Tenant, results: Sequence[tuple[LtmCard, str]], actor: 
 
 
 def redacted_cards(cards: Sequence[CardInput], *, redactor: Redactor, path: str) -> list[CardInput]:
-    """The cards with their texts, entities and tags redacted; `Invalid` naming each field
-    (`<path>.<index>.<field>`) that held nothing but sensitive content."""
-    report = Report()
+    """The cards with their texts, entities and tags redacted (a value found in one field of
+    a card in all of its fields); `Invalid` naming each field (`<path>.<index>.<field>`) that
+    held nothing but sensitive content."""
+    emptied: list[str] = []
     redacted = []
     for index, card in enumerate(cards):
         where = f"{path}.{index}" if path else ""
-
-        def text(name: str, value: str, where: str = where) -> str:
-            named = f"{where}.{name}" if where else name
-            return str(redactor.value(value, path=named, report=report))
-
         lists = f"{where}." if where else ""
-        redacted.append(
-            replace(
+
+        def redact(
+            redactor: Redactor,
+            report: Report,
+            card: CardInput = card,
+            where: str = where,
+            lists: str = lists,
+        ) -> CardInput:
+            def text(name: str, value: str) -> str:
+                named = f"{where}.{name}" if where else name
+                return str(redactor.value(value, path=named, report=report))
+
+            return replace(
                 card,
                 title=text("title", card.title),
                 summary=text("summary", card.summary),
                 content=text("content", card.content),
-                entities=redactor.strings(card.entities, path=f"{lists}entities", report=report),
-                tags=redactor.strings(card.tags, path=f"{lists}tags", report=report),
+                entities=redactor.strings(
+                    card.entities, path=f"{lists}entities", report=report, context=NAMES_CONTEXT
+                ),
+                tags=redactor.strings(
+                    card.tags, path=f"{lists}tags", report=report, context=NAMES_CONTEXT
+                ),
             )
-        )
-    if report.emptied:
+
+        one, report = redact_record(redactor, redact)
+        redacted.append(one)
+        emptied += report.emptied
+    if emptied:
         raise Invalid(
             "A card holds nothing but sensitive data.",
             fields={
                 name: ["Holds nothing but sensitive data (redacted), so not stored."]
-                for name in report.emptied
+                for name in emptied
             },
         )
     return redacted

@@ -61,7 +61,8 @@ class EndUserMemoryAdmin(EndUserAdmin):
         return end_user  # type: ignore[no-any-return]
 
     def export_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """Everything held about the user, as `GET /v1/users/{id}/export` answers it."""
+        """Everything held about the user, as `GET /v1/users/{id}/export` answers it but with
+        the transcripts redacted too: staff see no raw value."""
         end_user = self._end_user(request, object_id)
         document = user_export(tenant=end_user.tenant, user_id=end_user.external_id)
         body = json.dumps(document, indent=2, ensure_ascii=False, default=str)

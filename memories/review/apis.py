@@ -178,11 +178,14 @@ def _promotion_view(promotion: PromotionRequest) -> dict[str, Any]:
 
 
 class UserExportApi(APIView):
-    """Everything held about one end user in every layer, as one JSON document."""
+    """Everything held about one end user in every layer, as one JSON document: derived text
+    redacted, the transcripts as recorded (the end user's own copy; docs/redaction.md)."""
 
     required_scopes = {"GET": "admin"}
 
     @extend_schema(responses=UserExportOutputSerializer)
     def get(self, request: Request, user_id: str) -> Response:
-        document = user_export(tenant=request_tenant(request), user_id=user_id)
+        document = user_export(
+            tenant=request_tenant(request), user_id=user_id, raw_transcripts=True
+        )
         return Response(UserExportOutputSerializer(document).data)

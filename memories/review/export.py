@@ -1,4 +1,9 @@
-"""Export: everything held about one end user, in every layer, as one document."""
+"""Export: everything held about one end user, in every layer, as one document.
+
+Every derived text in it is redacted as it is read, so rows stored before a detector (or a
+tenant pattern) existed show no raw value either. The transcripts are redacted too, except in
+the end user's own copy through the API (`raw_transcripts`; why in docs/redaction.md).
+"""
 
 from __future__ import annotations
 
@@ -11,21 +16,46 @@ from memories.ltm.serializers import card_view
 from memories.review.models import PromotionRequest
 from memories.stm.serializers import item_document
 from memories.stm.store import stm_store
+from memoryproject.redaction import (
+    NAMES_CONTEXT,
+    Redactor,
+    redact_fields,
+    redact_json,
+    redactor_for,
+)
 from memoryproject.redis_keys import Owner
 from profiles.models import StableFact, Tenant, UserPreference
 from profiles.selectors import end_user_for, profile_document_for
 from transcripts.models import Session
-from transcripts.selectors import events_after
+from transcripts.selectors import events_after, redacted_events
 
 EXPORT_FORMAT = 1
 MAX_STM_ITEMS = 100_000
+# The derived texts of each section, redacted as one record per row.
+STM_TEXT_FIELDS = (
+    "task_id",
+    "subtype",
+    "summary",
+    "detail",
+    "entities",
+    "tags",
+    "canonical_fact_key",
+    "fact_value",
+)
+CARD_TEXT_FIELDS = ("title", "summary", "content", "entities", "tags")
+PROFILE_TEXT_FIELDS = ("display_name", "answer_style", "extras")
+NAMES = {"entities": NAMES_CONTEXT, "tags": NAMES_CONTEXT}
 
 
-def _versions(rows: Any) -> list[dict[str, Any]]:
+def _value(redactor: Redactor, value: Any, *, context: str = "") -> Any:
+    return redact_json(value, redactor, context=context)
+
+
+def _versions(rows: Any, redactor: Redactor) -> list[dict[str, Any]]:
     return [
         {
             "key": row.key,
-            "value": row.value,
+            "value": _value(redactor, row.value, context=row.key),
             "version": row.version,
             "is_current": row.is_current,
             "source": row.source,
@@ -36,7 +66,8 @@ def _versions(rows: Any) -> list[dict[str, Any]]:
     ]
 
 
-def _transcripts(sessions: list[Session]) -> list[dict[str, Any]]:
+def _transcripts(sessions: list[Session], redactor: Redactor | None) -> list[dict[str, Any]]:
+    """Every session with its events; redacted unless `redactor` is None (the raw record)."""
     exported = []
     for session in sessions:
         events: list[dict[str, Any]] = []
@@ -50,24 +81,51 @@ def _transcripts(sessions: list[Session]) -> list[dict[str, Any]]:
         exported.append(
             {
                 "session_id": session.external_id,
-                "task_id": session.task_id,
+                "task_id": _value(redactor, session.task_id) if redactor else session.task_id,
                 "event_count": session.event_count,
                 "created_at": session.created_at,
-                "events": events,
+                "events": redacted_events(events, redactor=redactor) if redactor else events,
             }
         )
     return exported
 
 
-def _history(tenant: Tenant, user_id: str) -> dict[str, Any]:
-    """The user's episodic history entries (redacted text as indexed), with their count."""
-    entries = history_entries_for(tenant=tenant, user_id=user_id)
+def _history(tenant: Tenant, user_id: str, redactor: Redactor) -> dict[str, Any]:
+    """The user's episodic history entries (redacted when indexed, and again), with their
+    count."""
+    entries = [
+        {**entry, "text": _value(redactor, entry.get("text"))}
+        for entry in history_entries_for(tenant=tenant, user_id=user_id)
+    ]
     return {"count": len(entries), "entries": entries}
 
 
-def user_export(*, tenant: Tenant, user_id: str) -> dict[str, Any]:
+def _layer1(tenant: Tenant, user_id: str, end_user: Any, redactor: Redactor) -> dict[str, Any]:
+    document = profile_document_for(tenant=tenant, external_id=user_id)
+    document["profile"], _ = redact_fields(redactor, document["profile"], PROFILE_TEXT_FIELDS)
+    for section in ("preferences", "facts"):
+        document[section] = [
+            {**row, "value": _value(redactor, row["value"], context=row["key"])}
+            for row in document[section]
+        ]
+    return {
+        **document,
+        "preference_history": _versions(
+            UserPreference.objects.filter(end_user=end_user).order_by("key", "version"), redactor
+        ),
+        "fact_history": _versions(
+            StableFact.objects.filter(end_user=end_user).order_by("key", "version"), redactor
+        ),
+    }
+
+
+def user_export(*, tenant: Tenant, user_id: str, raw_transcripts: bool = False) -> dict[str, Any]:
     """Layer 1 rows with their history, short-term items, cards (any status), transcripts,
-    episodic history entries, pending promotions and audit events of one end user."""
+    episodic history entries, pending promotions and audit events of one end user.
+
+    Derived texts are redacted; the transcripts too unless `raw_transcripts`.
+    """
+    redactor = redactor_for(tenant)
     end_user = end_user_for(tenant=tenant, external_id=user_id)
     owner = Owner(tenant.pk, end_user.pk)
     cards = LtmCard.objects.filter(tenant=tenant, end_user=end_user).select_related(
@@ -80,27 +138,28 @@ def user_export(*, tenant: Tenant, user_id: str) -> dict[str, Any]:
         "format": EXPORT_FORMAT,
         "user_id": end_user.external_id,
         "created_at": end_user.created_at,
-        "layer1": {
-            **profile_document_for(tenant=tenant, external_id=user_id),
-            "preference_history": _versions(
-                UserPreference.objects.filter(end_user=end_user).order_by("key", "version")
-            ),
-            "fact_history": _versions(
-                StableFact.objects.filter(end_user=end_user).order_by("key", "version")
-            ),
-        },
+        "layer1": _layer1(tenant, user_id, end_user, redactor),
         "short_term": [
-            item_document(item) for item in stm_store().items_of(owner=owner, limit=MAX_STM_ITEMS)
+            redact_fields(
+                redactor,
+                item_document(item),
+                STM_TEXT_FIELDS,
+                contexts={"fact_value": item.canonical_fact_key, **NAMES},
+            )[0]
+            for item in stm_store().items_of(owner=owner, limit=MAX_STM_ITEMS)
         ],
-        "long_term": [card_view(card) for card in cards],
-        "transcripts": _transcripts(sessions),
-        "history": _history(tenant, end_user.external_id),
+        "long_term": [
+            redact_fields(redactor, card_view(card), CARD_TEXT_FIELDS, contexts=NAMES)[0]
+            for card in cards
+        ],
+        "transcripts": _transcripts(sessions, None if raw_transcripts else redactor),
+        "history": _history(tenant, end_user.external_id, redactor),
         "promotions": [
             {
                 "request_id": p.request_id,
                 "path": p.path,
                 "status": p.status,
-                "proposal": p.proposal,
+                "proposal": _value(redactor, p.proposal),
                 "created_at": p.created_at,
             }
             for p in promotions
@@ -112,7 +171,7 @@ def user_export(*, tenant: Tenant, user_id: str) -> dict[str, Any]:
                 "actor": e.actor,
                 "object_type": e.object_type,
                 "object_id": e.object_id,
-                "reason": e.reason,
+                "reason": _value(redactor, e.reason),
                 "created_at": e.created_at,
                 "sha256": e.sha256,
             }

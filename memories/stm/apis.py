@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from memories.audit.services import Actor
 from memories.stm.items import MemoryType
-from memories.stm.selectors import stm_item_for, stm_items_for
+from memories.stm.selectors import stm_item_for, stm_item_provenance, stm_items_for
 from memories.stm.serializers import (
     StmItemDetailOutputSerializer,
     StmPageOutputSerializer,
@@ -20,7 +20,6 @@ from memories.stm.services import stm_item_delete
 from memoryproject.fields import StrictCharField, StrictSerializer
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator
-from transcripts.selectors import events_by_ids
 
 
 class StmListApi(APIView):
@@ -64,7 +63,8 @@ class StmListApi(APIView):
 
 
 class MemoryItemApi(APIView):
-    """GET one short-term item with the transcript events it came from; DELETE it at once."""
+    """GET one short-term item with the transcript events it came from (redacted); DELETE it
+    at once."""
 
     required_scopes = {"GET": "read", "DELETE": "write"}
 
@@ -72,9 +72,7 @@ class MemoryItemApi(APIView):
     def get(self, request: Request, item_id: str) -> Response:
         tenant = request_tenant(request)
         item = stm_item_for(tenant=tenant, item_id=item_id)
-        provenance = events_by_ids(
-            tenant=tenant, session_ids=item.sessions, message_ids=item.message_ids
-        )
+        provenance = stm_item_provenance(tenant=tenant, item=item)
         return Response(
             StmItemDetailOutputSerializer({**item_document(item), "provenance": provenance}).data
         )

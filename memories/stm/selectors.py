@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from memories.stm.items import StmItem
 from memories.stm.store import now_seconds, stm_store
 from memoryproject.errors import NotFound
-from memoryproject.redaction import redact_text
+from memoryproject.redaction import redact_text, redactor_for
 from memoryproject.redis_keys import Owner
 from profiles.models import EndUser, Tenant
+from transcripts.selectors import events_by_ids, redacted_events
 
 _ITEM_ID = re.compile(r"stm_([0-9]{1,18})_[0-9a-f]{16}")
 
@@ -36,6 +38,13 @@ def stm_item_for(*, tenant: Tenant, item_id: str) -> StmItem:
     if item is None or item.expires_at <= now_seconds() or item.tenant_id != tenant.pk:
         raise missing
     return item
+
+
+def stm_item_provenance(*, tenant: Tenant, item: StmItem) -> list[dict[str, Any]]:
+    """The transcript events an item came from, redacted like the item: the transcript keeps
+    what was said, and this view of it goes to agents beside the memory."""
+    events = events_by_ids(tenant=tenant, session_ids=item.sessions, message_ids=item.message_ids)
+    return redacted_events(events, redactor=redactor_for(tenant))
 
 
 @dataclass(frozen=True)

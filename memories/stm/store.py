@@ -23,7 +23,18 @@ from memoryproject.redis_client import recall_redis_connection, redis_connection
 from memoryproject.redis_keys import Owner
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
-SCRIPT_NAMES = ("upsert", "delete", "sweep", "touch", "undo", "vectors")
+SCRIPT_NAMES = ("upsert", "delete", "sweep", "touch", "undo", "vectors", "rewrite")
+# The fields `rewrite_text` replaces: every text of an item that redaction covers.
+TEXT_FIELDS = (
+    "summary",
+    "detail",
+    "entities",
+    "tags",
+    "task_id",
+    "subtype",
+    "canonical_fact_key",
+    "fact_value",
+)
 INDEX_NAMES = ("session", "task", "entity", "type")
 
 
@@ -141,6 +152,39 @@ class RedisShortTermStore:
         except RedisError as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
         return bool(deleted)
+
+    def rewrite_text(self, *, item: StmItem, read_version: int) -> str:
+        """Replace an item's text fields (`TEXT_FIELDS`) with `item`'s and move its index
+        entries with them, unless it was merged since it was read at `read_version`:
+        'rewritten', 'changed' or 'gone'."""
+        flat = item.to_redis()
+        payload: dict[str, Any] = {name: flat[name] for name in TEXT_FIELDS}
+        payload["_lists"] = {
+            "sessions": item.sessions,
+            "entities": item.entities,
+            "fingerprints": item.fingerprints,
+        }
+        try:
+            outcome = self._scripts["rewrite"](
+                keys=[keys.stm_base(item.owner)],
+                args=[item.id, str(read_version), orjson.dumps(payload)],
+            )
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+        return _text(outcome)
+
+    def item_ids_page(
+        self, *, owner: Owner, cursor: int = 0, count: int = 500
+    ) -> tuple[int, list[str]]:
+        """One page of every item id of a user, live or superseded (all are in the expiry
+        index until swept); a next cursor of 0 means done."""
+        try:
+            cursor, rows = self._client.zscan(
+                keys.stm_index(owner, "expire"), cursor=cursor, count=count
+            )
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+        return int(cursor), [_text(member) for member, _ in rows]
 
     def set_vectors(self, *, owner: Owner, vectors: Sequence[tuple[str, str, bytes]]) -> int:
         """Keep (item id, SHA1 of the summary embedded, vector bytes) for items whose summary

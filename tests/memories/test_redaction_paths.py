@@ -162,6 +162,27 @@ def test_extraction_drops_a_candidate_that_is_nothing_but_a_secret(tenant) -> No
     assert stm_keys() - before and not any(b"41111111" in key for key in stm_keys())
 
 
+@pytest.mark.django_db
+def test_extraction_drops_a_bare_entity_another_field_shows_to_be_sensitive(tenant) -> None:
+    candidate = Candidate(
+        user_id="u_42",
+        session_id="s_1",
+        memory_type="fact",
+        summary="the admin password is hunter2x06 for db-2",
+        entities=("hunter2x06", "db-2"),
+        tags=("HUNTER2X06",),
+        verified=True,
+    )
+
+    (result,) = proposals_submit(tenant=tenant, candidates=[candidate], strict=False)
+
+    assert result.outcome == "inserted"
+    (item,) = stm_items_for(tenant=tenant, user_id="u_42").items
+    assert item.summary == "the admin password is [REDACTED:secret] for db-2"
+    assert (item.entities, item.tags) == (["db-2"], [])
+    assert not any(b"hunter2x06" in key for key in stm_keys())
+
+
 # --- proposals API ------------------------------------------------------------------------------
 @pytest.mark.django_db
 def test_every_field_of_a_proposal_is_redacted(owner: APIClient) -> None:
@@ -215,6 +236,15 @@ def test_every_field_of_a_proposal_is_redacted(owner: APIClient) -> None:
         ({"summary": CARD_EN}, "proposals.0.summary"),
         ({"task_id": f"卡号{CARD_ZH}"}, "proposals.0.task_id"),
         ({"entities": ["refunds", AWS_KEY]}, "proposals.0.entities.1"),
+        # Bare values that only another field of the proposal shows to be sensitive.
+        (
+            {"summary": f"my password is {SECRET}, note it", "entities": ["refunds", SECRET]},
+            "proposals.0.entities.1",
+        ),
+        (
+            {"summary": "my card is 5500 0600 0000 0001", "tags": ["5500060000000001"]},
+            "proposals.0.tags.0",
+        ),
         ({"tags": [f"银行卡 {CARD_ZH}"]}, "proposals.0.tags.0"),
         ({"subtype": ID_18}, "proposals.0.subtype"),
         ({"detail": {"card": CARD_ZH}}, "proposals.0.detail.card"),

@@ -15,6 +15,7 @@ from memoryproject.redaction import (
     luhn_valid,
     pattern_problem,
     prc_id_valid,
+    redact_record,
 )
 
 JWT = (
@@ -187,3 +188,42 @@ def test_a_tenants_pattern_is_refused_when_bad_or_catastrophic(
         assert found is None
     else:
         assert found is not None and problem in found
+
+
+def test_a_value_found_in_one_field_is_redacted_in_every_field_of_the_record() -> None:
+    def redact(redactor: Redactor, report: Report) -> dict[str, object]:
+        return {
+            "summary": redactor.value(
+                "my password is hunter2x06 and my card 5500 0600 0000 0001",
+                path="summary",
+                report=report,
+            ),
+            "entities": redactor.strings(
+                ["hunter2x06", "5500060000000001", "billing", "HUNTER2X06 again"],
+                path="entities",
+                report=report,
+            ),
+        }
+
+    record, report = redact_record(DEFAULT, redact)
+
+    assert record == {
+        "summary": "my password is [REDACTED:secret] and my card [REDACTED:bank_card]",
+        "entities": ["billing", "[REDACTED:secret] again"],
+    }
+    assert report.emptied == ["entities.0", "entities.1"]
+    assert report.kinds == {"secret", "bank_card"}
+    # Alone, neither bare value looks sensitive: no keyword, and the number fails Luhn.
+    assert DEFAULT.text("hunter2x06").kinds == DEFAULT.text("5500 0600 0000 0001").kinds == set()
+
+
+def test_a_known_value_is_found_only_as_a_whole_word_and_not_when_short() -> None:
+    redactor = DEFAULT.knowing({"hunter2x06": "secret", "42": "secret"})
+
+    assert redactor.text("xhunter2x06 and hunter2x066 stay").text == (
+        "xhunter2x06 and hunter2x066 stay"
+    )
+    assert redactor.text("pin 42 is too short to look for").text == (
+        "pin 42 is too short to look for"
+    )
+    assert redactor.text("(hunter2x06)").text == "([REDACTED:secret])"
