@@ -42,6 +42,8 @@ from transcripts.selectors import events_after
 logger = logging.getLogger(__name__)
 
 INDEXED_ROLES = frozenset({"user", "assistant", "tool"})
+# An outbox row whose range names a segment object that is gone is parked with this error.
+MISSING_SEGMENT = "segment missing: "
 CONTEXT_TURN_CHARS = 300
 _SPACES = re.compile(r"\s+")
 
@@ -281,6 +283,7 @@ def history_outbox_drain(*, limit_events: int | None = None) -> DrainResult:
     with transaction.atomic():
         candidates = list(
             HistoryOutbox.objects.select_for_update(skip_locked=True, of=("self",))
+            .exclude(last_error__startswith=MISSING_SEGMENT)
             .select_related("session__tenant", "session__end_user")
             .order_by("pk")[:200]
         )
@@ -299,23 +302,41 @@ def history_outbox_drain(*, limit_events: int | None = None) -> DrainResult:
             ranges[row.session_id] = (session, min(low, row.first_seq), max(high, row.last_seq))
         enabled: dict[int, bool] = {}
         documents: list[HistoryDocument] = []
+        missing: dict[int, str] = {}  # session pk -> the segment its range could not read
         error = ""
         try:
-            for session, low, high in ranges.values():
+            for session_pk, (session, low, high) in ranges.items():
                 if session.erased_at is not None or session.end_user is None:
                     continue
                 if session.tenant_id not in enabled:
                     enabled[session.tenant_id] = history_enabled(tenant_id=session.tenant_id)
                 if not enabled[session.tenant_id]:
                     continue
-                documents += documents_for_range(session=session, first_seq=low, last_seq=high)
+                try:
+                    documents += documents_for_range(session=session, first_seq=low, last_seq=high)
+                except FileNotFoundError as exc:
+                    # A segment object is gone: no retry brings it back, and the other
+                    # sessions' rows must not wait behind it (verify_transcripts names it).
+                    missing[session_pk] = str(exc.filename or exc)
             index_documents(documents)
         except StoreUnavailable as exc:
             error = str(exc)[:1000]
         else:
             for session_pk, (_, _, high) in ranges.items():
-                _advance_cursor(session_pk, high)
-            HistoryOutbox.objects.filter(pk__in=[r.pk for r in rows]).delete()
+                if session_pk not in missing:
+                    _advance_cursor(session_pk, high)
+            for session_pk, name in missing.items():
+                logger.error(
+                    "history: session %s lacks segment %s; its outbox rows are parked",
+                    session_pk,
+                    name,
+                )
+                HistoryOutbox.objects.filter(
+                    pk__in=[r.pk for r in rows if r.session_id == session_pk]
+                ).update(attempts=F("attempts") + 1, last_error=f"{MISSING_SEGMENT}{name}"[:1000])
+            HistoryOutbox.objects.filter(
+                pk__in=[r.pk for r in rows if r.session_id not in missing]
+            ).delete()
     if error:
         HistoryOutbox.objects.filter(pk__in=[r.pk for r in rows]).update(
             attempts=F("attempts") + 1, last_error=error
@@ -429,7 +450,12 @@ def history_audit(*, sessions: int | None = None) -> int:
             enabled[session.tenant_id] = history_enabled(tenant_id=session.tenant_id)
         if not enabled[session.tenant_id]:
             continue
-        for low, high in session_gaps(session=session):
+        try:
+            gaps = session_gaps(session=session)
+        except FileNotFoundError as exc:  # a lost segment: verify_transcripts reports it
+            logger.error("history audit: session %s lacks segment %s", session.pk, exc.filename)
+            continue
+        for low, high in gaps:
             logger.warning("history of session %s lacks events %d-%d", session.pk, low, high)
             rows.append(HistoryOutbox(session=session, first_seq=low, last_seq=high))
     HistoryOutbox.objects.bulk_create(rows)
@@ -438,8 +464,10 @@ def history_audit(*, sessions: int | None = None) -> int:
 
 # --- lag ---------------------------------------------------------------------------------
 def history_lag() -> dict[str, Any]:
-    """How far indexing is behind: pending rows and events, the oldest row's age, the bound."""
-    pending = HistoryOutbox.objects.aggregate(
+    """How far indexing is behind: pending rows and events, the oldest row's age, the bound;
+    rows parked for a missing segment apart."""
+    parked = HistoryOutbox.objects.filter(last_error__startswith=MISSING_SEGMENT).count()
+    pending = HistoryOutbox.objects.exclude(last_error__startswith=MISSING_SEGMENT).aggregate(
         rows=Count("pk"),
         events=Sum(F("last_seq") - F("first_seq") + 1),
         oldest=Min("created_at"),
@@ -452,6 +480,8 @@ def history_lag() -> dict[str, Any]:
         "pending_rows": int(pending["rows"] or 0),
         "pending_events": int(pending["events"] or 0),
         "failing_rows": int(pending["failing"] or 0),
+        # Rows whose segment object is gone: no drain indexes them (verify_transcripts).
+        "parked_rows": parked,
         "lag_seconds": age,
         "bound_seconds": bound,
         "within_bound": age <= bound,
