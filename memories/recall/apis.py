@@ -39,6 +39,8 @@ def item_view(candidate: MemoryCandidate, shortened: bool) -> dict[str, Any]:
         "relevance": round(candidate.relevance, 4),
         "canonical_fact_key": candidate.canonical_fact_key,
         "provenance": candidate.provenance,
+        "source_kind": candidate.source_kind,
+        "trust": candidate.trust,
     }
 
 

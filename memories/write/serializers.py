@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from memories.stm.items import Trust
 from memoryproject.fields import JsonObjectField, OutputSerializer
 
 
@@ -17,6 +18,13 @@ class ProposalResultOutputSerializer(OutputSerializer):
     superseded_id = serializers.CharField(allow_null=True)
     redacted = serializers.ListField(
         child=serializers.CharField(), help_text="kinds of sensitive data replaced"
+    )
+    source_kind = serializers.CharField(
+        help_text="proposal (an agent's), or user, assistant, tool, llm, reviewer, import"
+    )
+    trust = serializers.ChoiceField(
+        choices=Trust.ALL,
+        help_text="trusted: the user's word (a user event, a reviewer, a trusted-writer key)",
     )
     accepted = serializers.BooleanField()
     score = serializers.FloatField()

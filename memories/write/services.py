@@ -21,6 +21,7 @@ from memories.write.candidates import Candidate
 from memories.write.policy import Decision, ExistingState, PolicySettings, decide, policy_for
 from memories.write.redaction import RedactedCandidate, redact_candidate
 from memories.write.statements import proposal_read
+from memories.write.trust import confidence_ceiling, trust_of
 from memories.write.vectors import stm_vectors_schedule
 from memoryproject.errors import Invalid, StoreUnavailable
 from memoryproject.metrics import count_refusal
@@ -51,6 +52,8 @@ class ProposalResult:
     version: int = 0
     superseded_id: str = ""
     redacted: list[str] = field(default_factory=list)
+    source_kind: str = ""
+    trust: str = ""
 
 
 def fingerprint_of(candidate: Candidate) -> str:
@@ -119,20 +122,20 @@ def proposals_submit(
                 settings=settings,
                 vocabulary=vocabulary,
             )
-            to_write = [item for _, item, _ in decided if item is not None]
+            to_write = [one.item for one in decided if one.item is not None]
             # Distinct timestamps keep index scores (and so paging cursors) unique in a batch.
             for offset, item in enumerate(to_write):
                 item.created_at = item.updated_at = item.last_access_at = now + offset * 1e-4
             written = store.upsert(items=to_write, now=now)
             results = _results(decided, written, dry_run=False)
-            _audit_writes(tenant, [item for _, item, _ in decided], results, actor)
+            _audit_writes(tenant, [one.item for one in decided], results, actor)
     except BaseException:
         if written:
             _undo(store, to_write, written)
         raise
-    for redaction, (decision, _, _) in zip(redacted_all, decided, strict=True):
-        if not decision.accepted:
-            count_refusal(source=redaction.candidate.source_kind, reason=decision.refusal)
+    for redaction, one in zip(redacted_all, decided, strict=True):
+        if not one.decision.accepted:
+            count_refusal(source=redaction.candidate.source_kind, reason=one.decision.refusal)
     stm_vectors_schedule(
         tenant_id=tenant.pk,
         items=[
@@ -144,7 +147,18 @@ def proposals_submit(
     return results
 
 
-Decided = list[tuple[Decision, StmItem | None, list[str]]]
+@dataclass(frozen=True)
+class _Decided:
+    """One candidate as judged: the decision, the item to write, and whose word it is."""
+
+    decision: Decision
+    item: StmItem | None
+    redacted: list[str]
+    source_kind: str
+    trust: str
+
+
+Decided = list[_Decided]
 
 
 def _decide_all(
@@ -161,6 +175,11 @@ def _decide_all(
     for redaction in redacted_all:
         candidate, redacted = redaction.candidate, redaction.kinds
         candidate = proposal_read(candidate, vocabulary)  # judged as the same words in a transcript
+        trust = trust_of(source_kind=candidate.source_kind, trusted_writer=candidate.trusted_writer)
+        # A source claims no more confidence than the design gives it (user > tool > model).
+        ceiling = confidence_ceiling(source_kind=candidate.source_kind, trust=trust)
+        if candidate.confidence > ceiling:
+            candidate = replace(candidate, confidence=ceiling)
         owner = owners.get(candidate.user_id)
         fingerprint = fingerprint_of(candidate)
         existing, request = _existing_state(
@@ -177,8 +196,10 @@ def _decide_all(
         item = None
         if decision.accepted and owner is not None:
             seen_in_batch.add((candidate.user_id, fingerprint))
-            item = _item_for(candidate, owner=owner, fp=fingerprint, decision=decision, now=now)
-        decided.append((decision, item, sorted(redacted)))
+            item = _item_for(
+                candidate, owner=owner, fp=fingerprint, decision=decision, now=now, trust=trust
+            )
+        decided.append(_Decided(decision, item, sorted(redacted), candidate.source_kind, trust))
     return decided
 
 
@@ -187,23 +208,24 @@ def _results(
 ) -> list[ProposalResult]:
     upserts = iter(written)
     results = []
-    for decision, item, removed in decided:
+    for one in decided:
+        decision, item = one.decision, one.item
         if not decision.accepted:
-            results.append(ProposalResult(decision, Outcome.REFUSED, redacted=removed))
+            result = ProposalResult(decision, Outcome.REFUSED)
         elif dry_run or item is None:
-            results.append(ProposalResult(decision, Outcome.WOULD_WRITE, redacted=removed))
+            result = ProposalResult(decision, Outcome.WOULD_WRITE)
         else:
             upserted = next(upserts)
-            results.append(
-                ProposalResult(
-                    decision,
-                    upserted.outcome,
-                    item_id=upserted.item_id,
-                    version=upserted.version,
-                    superseded_id=upserted.superseded_id,
-                    redacted=removed,
-                )
+            result = ProposalResult(
+                decision,
+                upserted.outcome,
+                item_id=upserted.item_id,
+                version=upserted.version,
+                superseded_id=upserted.superseded_id,
             )
+        results.append(
+            replace(result, redacted=one.redacted, source_kind=one.source_kind, trust=one.trust)
+        )
     return results
 
 
@@ -313,7 +335,7 @@ def _existing_state(
 
 
 def _item_for(
-    candidate: Candidate, *, owner: Owner, fp: str, decision: Decision, now: float
+    candidate: Candidate, *, owner: Owner, fp: str, decision: Decision, now: float, trust: str
 ) -> StmItem:
     return StmItem(
         id=new_item_id(owner),
@@ -346,4 +368,5 @@ def _item_for(
         sessions=[candidate.session_id] if candidate.session_id else [],
         verified=candidate.verified,
         remember=candidate.remember,
+        trust=trust,
     )
