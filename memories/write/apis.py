@@ -145,12 +145,15 @@ class ProposalSubmitApi(APIView):
                     "redacted": result.redacted,
                     "source_kind": result.source_kind,
                     "trust": result.trust,
+                    "held_for_verification": bool(result.hold_reason),
+                    "hold_reason": result.hold_reason,
+                    "verification_id": result.verification_id or None,
                     **result.decision.as_dict(),
                 }
                 for index, result in enumerate(results)
             ],
         }
-        written = any(r.item_id for r in results)
+        written = any(r.item_id or r.verification_id for r in results)
         return Response(
             ProposalsOutputSerializer(body).data,
             status=status.HTTP_201_CREATED if written else status.HTTP_200_OK,
