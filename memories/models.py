@@ -25,4 +25,4 @@ from memories.review.models import (  # noqa: F401
     PromotionRequest,
     TenantPurge,
 )
-from memories.write.models import ExtractionCursor  # noqa: F401
+from memories.write.models import ExtractionCursor, VerificationRequest  # noqa: F401

@@ -74,6 +74,7 @@ def api_key_create(
     name: str,
     scopes: Iterable[str],
     created_by: User | None = None,
+    trusted_writer: bool = False,
 ) -> tuple[ApiKey, str]:
     """Create a key and return it with its secret, which is shown once and never stored;
     a key a staff user creates (`created_by`) is an audit event."""
@@ -86,6 +87,7 @@ def api_key_create(
         prefix=prefix,
         key_hash=api_key_hash(secret),
         scopes=scope_list,
+        trusted_writer=trusted_writer,
         created_by=created_by,
     )
     if created_by is not None:  # keys made by commands and tests are not staff changes
@@ -105,6 +107,7 @@ def _key_state(api_key: ApiKey) -> dict[str, Any]:
         "name": api_key.name,
         "prefix": api_key.prefix,
         "scopes": list(api_key.scopes),
+        "trusted_writer": api_key.trusted_writer,
         "revoked": api_key.revoked_at is not None,
     }
 
@@ -173,9 +176,15 @@ def api_key_revoke(*, api_key: ApiKey, staff: Any = None) -> ApiKey:
 
 
 def api_key_update(
-    *, api_key: ApiKey, name: str, scopes: Iterable[str], staff: Any = None
+    *,
+    api_key: ApiKey,
+    name: str,
+    scopes: Iterable[str],
+    staff: Any = None,
+    trusted_writer: bool | None = None,
 ) -> ApiKey:
-    """Rename a key or change its scopes; fewer scopes hold from the next request on."""
+    """Rename a key, change its scopes or whether it is a trusted writer; each change holds
+    from the key's next request on."""
     scope_list = _valid_scopes(scopes)
     with transaction.atomic():
         locked = ApiKey.objects.select_for_update().get(pk=api_key.pk)
@@ -183,7 +192,9 @@ def api_key_update(
             raise Conflict("A revoked key cannot be changed.")
         before = _key_state(locked)
         api_key.name, api_key.scopes = name, scope_list
-        api_key.save(update_fields=["name", "scopes"])
+        if trusted_writer is not None:
+            api_key.trusted_writer = trusted_writer
+        api_key.save(update_fields=["name", "scopes", "trusted_writer"])
         api_key_cache_forget(key_hashes=[locked.key_hash])
         after = _key_state(api_key)
         if staff is not None and after != before:

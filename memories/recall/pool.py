@@ -14,7 +14,7 @@ from typing import Any
 
 from memories.facts import normalise_fact
 from memories.ltm.selectors import LtmHit
-from memories.stm.items import StmItem
+from memories.stm.items import StmItem, Trust
 from profiles.domains import AUTHORITATIVE_DOMAINS
 
 SOURCE_PRIORITY = {"redis": 100, "ltm": 50, "history": 10}
@@ -34,6 +34,8 @@ _STM_TYPE_DOMAINS = {
     "preference": "session_state",
 }
 _CARD_TYPE_DOMAINS = {"episodic_case": "similar_case", "preference": "preference"}
+# A promoted or reflected card is what a reviewer approved; an imported one is outside data.
+_CARD_SOURCE_KINDS = {"promoted_from_stm": "reviewer", "reflection": "reviewer", "import": "import"}
 _WORD = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]")
 
 
@@ -72,6 +74,12 @@ class MemoryCandidate:
     relevance: float = 0.0
     score: float = 0.0
     parts: dict[str, float] = field(default_factory=dict)
+    source_kind: str = ""  # whose word: user, assistant, tool, proposal, llm, reviewer, import
+    trust: str = Trust.UNTRUSTED
+
+    @property
+    def is_trusted(self) -> bool:
+        return self.trust == Trust.TRUSTED
 
     @property
     def source_priority(self) -> int:
@@ -165,6 +173,8 @@ def stm_candidate(
             "task_id": item.task_id,
             "sessions": item.sessions,
         },
+        source_kind=item.source_kind,
+        trust=item.trust,
     )
 
 
@@ -201,6 +211,10 @@ def ltm_candidate(hit: LtmHit) -> MemoryCandidate:
             "vector_rank": hit.vector_rank,
         },
         derived_from=[r.split(":", 1)[1] for r in refs if r.startswith("stm_item_ids:")],
+        source_kind=_CARD_SOURCE_KINDS.get(str(card.get("source_type") or ""), "import"),
+        trust=Trust.TRUSTED
+        if _CARD_SOURCE_KINDS.get(str(card.get("source_type") or "")) == "reviewer"
+        else Trust.UNTRUSTED,
     )
 
 

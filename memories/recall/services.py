@@ -89,6 +89,7 @@ class RecallRequest:
     k: int | None = None
     layers: tuple[str, ...] = ()
     explain: bool = False
+    user_stated_only: bool = False  # only what is the user's word (trusted sources)
 
 
 @dataclass
@@ -171,9 +172,10 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     )
     history_candidates += _task_record(tenant, request, layer1, routed, stm_candidates, trace)
     # 4. One pool: de-duplicate, apply domain authority, re-score, keep the top k.
-    chosen = _pool(
-        [*stm_candidates, *ltm_candidates, *history_candidates], blocks, policy, k, trace
-    )
+    pooled = [*stm_candidates, *ltm_candidates, *history_candidates]
+    if request.user_stated_only:
+        pooled = _user_stated(pooled, trace)
+    chosen = _pool(pooled, blocks, policy, k, trace)
     # The user's live constraints and preferences reach the blocks, whatever the session.
     blocks.constraints["standing"] = standing_rules(
         [*routed.probe.items.values(), *routed.probe.user_items.values()],
@@ -483,6 +485,15 @@ def _memory_candidates(
         float(policy_value(policy, "time_boost")),
     )
     return ltm_candidates, history_candidates
+
+
+def _user_stated(candidates: list[MemoryCandidate], trace: _Trace) -> list[MemoryCandidate]:
+    """Only the user's word: what an assistant, a tool, an agent or an import said is left out."""
+    for candidate in candidates:
+        if not candidate.is_trusted:
+            why = f"not stated by the user ({candidate.source_kind or 'unknown'})"
+            trace.dropped.append(Dropped(candidate.memory_id, candidate.source, why))
+    return [c for c in candidates if c.is_trusted]
 
 
 def _pool(

@@ -187,6 +187,8 @@ def _evidence_for(item: StmItem, check: TriggerCheck, now: float) -> dict[str, A
             "canonical_fact_key": item.canonical_fact_key,
             "fact_value": item.fact_value,
             "version": item.version,
+            "source_kind": item.source_kind,
+            "trust": item.trust,
         },
     }
 

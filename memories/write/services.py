@@ -6,7 +6,8 @@ import hashlib
 import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from django.db import transaction
@@ -18,9 +19,11 @@ from memories.stm.items import StmItem
 from memories.stm.store import RedisShortTermStore, UpsertResult, now_seconds, stm_store
 from memories.vocabulary import Vocabulary, redactor_of
 from memories.write.candidates import Candidate
+from memories.write.models import VerificationRequest
 from memories.write.policy import Decision, ExistingState, PolicySettings, decide, policy_for
 from memories.write.redaction import RedactedCandidate, redact_candidate
 from memories.write.statements import proposal_read
+from memories.write.trust import confidence_ceiling, hold_reason, trust_of
 from memories.write.vectors import stm_vectors_schedule
 from memoryproject.errors import Invalid, StoreUnavailable
 from memoryproject.metrics import count_refusal
@@ -38,7 +41,9 @@ class Outcome:
     SUPERSEDED = "superseded"
     UNCHANGED = "unchanged"
     REFUSED = "refused"
+    HELD = "held_for_verification"  # an untrusted rule: stored for a reviewer, not written
     WOULD_WRITE = "would_write"  # dry run
+    WOULD_HOLD = "would_hold"  # dry run
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,10 @@ class ProposalResult:
     version: int = 0
     superseded_id: str = ""
     redacted: list[str] = field(default_factory=list)
+    source_kind: str = ""
+    trust: str = ""
+    hold_reason: str = ""  # why it waits for a reviewer ('' when it does not)
+    verification_id: str = ""  # the verification request holding it
 
 
 def fingerprint_of(candidate: Candidate) -> str:
@@ -119,20 +128,21 @@ def proposals_submit(
                 settings=settings,
                 vocabulary=vocabulary,
             )
-            to_write = [item for _, item, _ in decided if item is not None]
+            held = _hold(tenant, decided, actor)
+            to_write = [one.item for one in decided if one.item is not None]
             # Distinct timestamps keep index scores (and so paging cursors) unique in a batch.
             for offset, item in enumerate(to_write):
                 item.created_at = item.updated_at = item.last_access_at = now + offset * 1e-4
             written = store.upsert(items=to_write, now=now)
-            results = _results(decided, written, dry_run=False)
-            _audit_writes(tenant, [item for _, item, _ in decided], results, actor)
+            results = _results(decided, written, dry_run=False, held=held)
+            _audit_writes(tenant, [one.item for one in decided], results, actor)
     except BaseException:
         if written:
             _undo(store, to_write, written)
         raise
-    for redaction, (decision, _, _) in zip(redacted_all, decided, strict=True):
-        if not decision.accepted:
-            count_refusal(source=redaction.candidate.source_kind, reason=decision.refusal)
+    for redaction, one in zip(redacted_all, decided, strict=True):
+        if not one.decision.accepted:
+            count_refusal(source=redaction.candidate.source_kind, reason=one.decision.refusal)
     stm_vectors_schedule(
         tenant_id=tenant.pk,
         items=[
@@ -144,7 +154,23 @@ def proposals_submit(
     return results
 
 
-Decided = list[tuple[Decision, StmItem | None, list[str]]]
+@dataclass(frozen=True)
+class _Decided:
+    """One candidate as judged: the decision, the item to write (none while held), and whose
+    word it is."""
+
+    decision: Decision
+    item: StmItem | None
+    redacted: list[str]
+    source_kind: str
+    trust: str
+    hold_reason: str = ""
+    held: Candidate | None = None  # what a reviewer approves, as read before any ceiling
+    owner: Owner | None = None
+    fingerprint: str = ""
+
+
+Decided = list[_Decided]
 
 
 def _decide_all(
@@ -161,6 +187,12 @@ def _decide_all(
     for redaction in redacted_all:
         candidate, redacted = redaction.candidate, redaction.kinds
         candidate = proposal_read(candidate, vocabulary)  # judged as the same words in a transcript
+        read = candidate
+        trust = trust_of(source_kind=candidate.source_kind, trusted_writer=candidate.trusted_writer)
+        # A source claims no more confidence than the design gives it (user > tool > model).
+        ceiling = confidence_ceiling(source_kind=candidate.source_kind, trust=trust)
+        if candidate.confidence > ceiling:
+            candidate = replace(candidate, confidence=ceiling)
         owner = owners.get(candidate.user_id)
         fingerprint = fingerprint_of(candidate)
         existing, request = _existing_state(
@@ -174,36 +206,138 @@ def _decide_all(
         decision = decide(candidate, existing=existing, settings=settings, vocabulary=vocabulary)
         if redaction.nothing_left:
             decision = replace(decision, accepted=False, refusal="sensitive")
+        # An untrusted constraint, preference or profile fact waits for a reviewer.
+        hold = hold_reason(candidate, trust=trust) if decision.accepted else ""
+        held_fp = f"{fingerprint}:{candidate.memory_type}"
+        if hold and owner is not None and _rejected_before(owner, held_fp):
+            decision = replace(decision, accepted=False, refusal="rejected_in_verification")
+            hold = ""
         item = None
-        if decision.accepted and owner is not None:
+        if decision.accepted and owner is not None and not hold:
             seen_in_batch.add((candidate.user_id, fingerprint))
-            item = _item_for(candidate, owner=owner, fp=fingerprint, decision=decision, now=now)
-        decided.append((decision, item, sorted(redacted)))
+            item = _item_for(
+                candidate, owner=owner, fp=fingerprint, decision=decision, now=now, trust=trust
+            )
+        decided.append(
+            _Decided(
+                decision,
+                item,
+                sorted(redacted),
+                candidate.source_kind,
+                trust,
+                hold_reason=hold,
+                held=read if hold else None,
+                owner=owner,
+                fingerprint=held_fp,
+            )
+        )
     return decided
 
 
+def _rejected_before(owner: Owner, fingerprint: str) -> bool:
+    """Whether a reviewer already rejected this candidate for this user."""
+    return VerificationRequest.objects.filter(
+        tenant_id=owner.tenant_id,
+        end_user_id=owner.end_user_id,
+        fingerprint=fingerprint,
+        status=VerificationRequest.Status.REJECTED,
+    ).exists()
+
+
+def _hold(tenant: Tenant, decided: Decided, actor: Actor | None) -> dict[int, str]:
+    """Store each held candidate in the verification queue (a retried proposal finds its
+    pending request); returns position -> request id."""
+    held: dict[int, str] = {}
+    for position, one in enumerate(decided):
+        if not one.hold_reason or one.held is None or one.owner is None:
+            continue
+        candidate = one.held
+        pending = VerificationRequest.objects.filter(
+            tenant=tenant,
+            fingerprint=one.fingerprint,
+            status=VerificationRequest.Status.PENDING,
+        ).first()
+        if pending is None:
+            pending = VerificationRequest.objects.create(
+                request_id=f"ver_{uuid.uuid4().hex[:20]}",
+                tenant=tenant,
+                end_user_id=one.owner.end_user_id,
+                session_id=candidate.session_id,
+                task_id=candidate.task_id,
+                memory_type=candidate.memory_type,
+                summary=candidate.summary.strip(),
+                candidate=candidate_document(candidate),
+                source_kind=one.source_kind,
+                hold_reason=one.hold_reason,
+                requested_by=(actor or Actor.job("extraction")).name,
+                confidence=candidate.confidence,
+                fingerprint=one.fingerprint,
+            )
+            audit_record(
+                tenant=tenant,
+                action=Action.PROPOSE,
+                actor=actor or Actor.job("extraction"),
+                object_type="verification_request",
+                object_id=pending.request_id,
+                after={
+                    "memory_type": pending.memory_type,
+                    "summary": pending.summary,
+                    "source_kind": pending.source_kind,
+                    "hold_reason": pending.hold_reason,
+                },
+                end_user_pk=one.owner.end_user_id,
+            )
+        held[position] = pending.request_id
+    return held
+
+
+def candidate_document(candidate: Candidate) -> dict[str, Any]:
+    """A candidate as JSON, for the verification queue; `candidate_of` reads it back."""
+    return asdict(candidate)
+
+
+def candidate_of(document: dict[str, Any]) -> Candidate:
+    known = {f.name for f in dataclass_fields(Candidate)}
+    values = {name: value for name, value in document.items() if name in known}
+    for name in ("entities", "tags", "message_ids", "tool_call_ids"):
+        values[name] = tuple(values.get(name) or ())
+    return Candidate(**values)
+
+
 def _results(
-    decided: Decided, written: Sequence[UpsertResult], *, dry_run: bool
+    decided: Decided,
+    written: Sequence[UpsertResult],
+    *,
+    dry_run: bool,
+    held: dict[int, str] | None = None,
 ) -> list[ProposalResult]:
     upserts = iter(written)
     results = []
-    for decision, item, removed in decided:
+    for position, one in enumerate(decided):
+        decision, item = one.decision, one.item
         if not decision.accepted:
-            results.append(ProposalResult(decision, Outcome.REFUSED, redacted=removed))
+            result = ProposalResult(decision, Outcome.REFUSED)
+        elif one.hold_reason:
+            result = ProposalResult(
+                decision,
+                Outcome.WOULD_HOLD if dry_run else Outcome.HELD,
+                hold_reason=one.hold_reason,
+                verification_id=(held or {}).get(position, ""),
+            )
         elif dry_run or item is None:
-            results.append(ProposalResult(decision, Outcome.WOULD_WRITE, redacted=removed))
+            result = ProposalResult(decision, Outcome.WOULD_WRITE)
         else:
             upserted = next(upserts)
-            results.append(
-                ProposalResult(
-                    decision,
-                    upserted.outcome,
-                    item_id=upserted.item_id,
-                    version=upserted.version,
-                    superseded_id=upserted.superseded_id,
-                    redacted=removed,
-                )
+            result = ProposalResult(
+                decision,
+                upserted.outcome,
+                item_id=upserted.item_id,
+                version=upserted.version,
+                superseded_id=upserted.superseded_id,
             )
+        results.append(
+            replace(result, redacted=one.redacted, source_kind=one.source_kind, trust=one.trust)
+        )
     return results
 
 
@@ -313,7 +447,7 @@ def _existing_state(
 
 
 def _item_for(
-    candidate: Candidate, *, owner: Owner, fp: str, decision: Decision, now: float
+    candidate: Candidate, *, owner: Owner, fp: str, decision: Decision, now: float, trust: str
 ) -> StmItem:
     return StmItem(
         id=new_item_id(owner),
@@ -346,4 +480,5 @@ def _item_for(
         sessions=[candidate.session_id] if candidate.session_id else [],
         verified=candidate.verified,
         remember=candidate.remember,
+        trust=trust,
     )
