@@ -138,6 +138,7 @@ class ProposalSubmitApi(APIView):
                     "version": result.version or None,
                     "superseded_id": result.superseded_id or None,
                     "redacted": result.redacted,
+                    "quarantine": result.quarantine,
                     **result.decision.as_dict(),
                 }
                 for index, result in enumerate(results)
