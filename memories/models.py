@@ -19,6 +19,7 @@ from memories.policies.models import (  # noqa: F401
     _default_ttls,
     _default_weights,
 )
+from memories.quarantine.models import QuarantinedText  # noqa: F401
 from memories.recall.models import RecallEffectOutbox  # noqa: F401
 from memories.review.models import (  # noqa: F401
     DeletionRequest,

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from memories.audit.services import Action, Actor, audit_record
 from memoryproject.errors import Conflict, Invalid
+from memoryproject.quarantine import WritePath, held_view, hold, screen_for
 from memoryproject.redaction import Redactor, Report, redactor_for
 from profiles.models import (
     AgentSetting,
@@ -459,6 +460,66 @@ def profile_update(
     EndUser.objects.filter(pk=end_user.pk).update(updated_at=timezone.now())
     _audit_profile_change(tenant, end_user, patch, actor, staff)
     return end_user
+
+
+@dataclass(frozen=True)
+class PatchResult:
+    """A profile patch applied: its end user (none when nothing of it was written) and the
+    values held for review because they read as an instruction to the model."""
+
+    end_user: EndUser | None
+    quarantined: list[dict[str, str]]
+
+
+@transaction.atomic
+def profile_patch_apply(
+    *, tenant: Tenant, external_id: str, patch: ProfilePatch, actor: Any = None
+) -> PatchResult:
+    """`profile_update` for a patch from outside: a free-text value (display name, answer
+    style, extras, a preference's or fact's value) that reads as an instruction to the model
+    is held for review and left out; the rest lands as one unit. A patch that is all held
+    writes nothing (not even the end user)."""
+    redacted = redacted_patch(patch, redactor=redactor_for(tenant))
+    screen = screen_for(tenant)
+    quarantined: list[dict[str, str]] = []
+
+    def held(name: str, value: Any, part: dict[str, Any]) -> bool:
+        finding = screen.value(value, path=name)
+        if finding is None:
+            return False
+        held_id = hold(
+            tenant=tenant,
+            path=WritePath.PROFILE,
+            finding=finding,
+            text=value if isinstance(value, str) else repr(value),
+            payload={"user_id": external_id, "patch": part},
+            source_kind="profile",
+            user_id=external_id,
+        )
+        quarantined.append(held_view(quarantine_id=held_id, finding=finding))
+        return True
+
+    profile = {
+        name: value
+        for name, value in redacted.profile.items()
+        if name not in REDACTED_PROFILE_FIELDS
+        or not held(f"profile.{name}", value, {"profile": {name: value}})
+    }
+    preferences = [
+        item
+        for index, item in enumerate(redacted.preferences)
+        if not held(f"preferences.{index}.value", item.get("value"), {"preferences": [item]})
+    ]
+    facts = [
+        item
+        for index, item in enumerate(redacted.facts)
+        if not held(f"facts.{index}.value", item.get("value"), {"facts": [item]})
+    ]
+    kept = ProfilePatch(profile=profile, preferences=preferences, roles=redacted.roles, facts=facts)
+    if quarantined and not any((kept.profile, kept.preferences, kept.roles, kept.facts)):
+        return PatchResult(end_user=None, quarantined=quarantined)
+    end_user = profile_update(tenant=tenant, external_id=external_id, patch=kept, actor=actor)
+    return PatchResult(end_user=end_user, quarantined=quarantined)
 
 
 def redacted_patch(patch: ProfilePatch, *, redactor: Redactor) -> ProfilePatch:

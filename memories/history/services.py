@@ -33,6 +33,7 @@ from memories.history.selectors import history_enabled
 from memories.history.vectors import history_vector_index
 from memories.ltm.embedder import embedder
 from memories.ltm.text import bm25_text
+from memories.quarantine.services import events_held
 from memoryproject.errors import StoreUnavailable
 from memoryproject.redaction import Redactor, redactor_for
 from profiles.models import Tenant
@@ -113,13 +114,18 @@ def session_documents(
     redactor: Redactor,
     context_turns: int | None = None,
 ) -> list[HistoryDocument]:
-    """The entries of the events with seq >= first_seq; earlier events serve as context only."""
+    """The entries of the events with seq >= first_seq; earlier events serve as context only.
+
+    An event that reads as an instruction to the model is held for review
+    (`memories.quarantine`): it becomes no entry and no other entry's context.
+    """
     turns = settings.HISTORY_CONTEXT_TURNS if context_turns is None else context_turns
     previous: deque[str] = deque(maxlen=max(turns, 1))
     user_id = session.end_user.external_id if session.end_user else ""
     documents = []
+    held = events_held(session=session, events=[e for e in events if indexable(e)])
     for event in events:
-        if not indexable(event):
+        if not indexable(event) or int(event["seq"]) in held:
             continue
         text = redactor.text(entry_text(event)).text
         if int(event["seq"]) >= first_seq:
@@ -595,8 +601,10 @@ def _expected_ids(tenant: Tenant | None) -> Iterator[tuple[str, Session]]:
         cursor = getattr(session, "history_cursor", None)
         if not enabled[session.tenant_id] or cursor is None or not cursor.indexed_seq:
             continue
-        for event in _read_events(session, after=0, last_seq=cursor.indexed_seq):
-            if indexable(event):
+        events = _read_events(session, after=0, last_seq=cursor.indexed_seq)
+        held = events_held(session=session, events=[e for e in events if indexable(e)])
+        for event in events:
+            if indexable(event) and int(event["seq"]) not in held:
                 yield entry_id_for(session_pk=session.pk, seq=int(event["seq"])), session
 
 

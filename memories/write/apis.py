@@ -148,6 +148,7 @@ class ProposalSubmitApi(APIView):
                     "held_for_verification": bool(result.hold_reason),
                     "hold_reason": result.hold_reason,
                     "verification_id": result.verification_id or None,
+                    "quarantine": result.quarantine,
                     **result.decision.as_dict(),
                 }
                 for index, result in enumerate(results)

@@ -15,6 +15,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from memories.policies.selectors import vocabulary_for
+from memories.quarantine.services import events_held
 from memories.write.extractors import ExtractionContext, RuleExtractor
 from memories.write.llm import llm_extractor
 from memories.write.models import ExtractionCursor
@@ -56,10 +57,14 @@ def session_extract(*, session_pk: int) -> str:
             page = events_after(session=session, after=cursor.extracted_seq, limit=PAGE_SIZE)
             if not page.events:
                 break
-            candidates = rules.extract(events=page.events, context=context)
-            if llm is not None:
+            # An event that reads as an instruction to the model is held for review and
+            # read by no extractor (the transcript keeps it).
+            held = events_held(session=session, events=page.events)
+            events = [e for e in page.events if int(e["seq"]) not in held]
+            candidates = rules.extract(events=events, context=context) if events else []
+            if llm is not None and events:
                 try:
-                    candidates += llm.extract(events=page.events, context=context)
+                    candidates += llm.extract(events=events, context=context)
                 except StoreUnavailable:
                     logger.warning("LLM extractor unavailable; rules only", exc_info=True)
             if candidates:

@@ -8,6 +8,18 @@ from memories.stm.items import Trust
 from memoryproject.fields import JsonObjectField, OutputSerializer
 
 
+class QuarantineOutputSerializer(OutputSerializer):
+    """A write held for review because it reads as an instruction to the model."""
+
+    id = serializers.CharField(
+        help_text="the quarantine id a reviewer finds it by ('' in a dry run)"
+    )
+    reason = serializers.CharField(
+        help_text="instruction_override, prompt_disclosure, role_change or fake_marker"
+    )
+    field = serializers.CharField(help_text="where in the write it was found")
+
+
 class ProposalResultOutputSerializer(OutputSerializer):
     """One proposal's decision and the item it landed in (none when refused or a dry run)."""
 
@@ -39,6 +51,9 @@ class ProposalResultOutputSerializer(OutputSerializer):
     )
     verification_id = serializers.CharField(
         allow_null=True, help_text="the verification request holding it (none in a dry run)"
+    )
+    quarantine = QuarantineOutputSerializer(
+        allow_null=True, help_text="set when the proposal was held for review (outcome quarantined)"
     )
     accepted = serializers.BooleanField(help_text="the write policy's verdict")
     score = serializers.FloatField()

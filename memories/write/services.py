@@ -15,9 +15,10 @@ from django.db import transaction
 from memories.audit.services import Action, Actor, audit_record
 from memories.facts import normalise_fact
 from memories.policies.selectors import vocabulary_for
+from memories.quarantine.services import released_refs
 from memories.stm.items import StmItem
 from memories.stm.store import RedisShortTermStore, UpsertResult, now_seconds, stm_store
-from memories.vocabulary import Vocabulary, redactor_of
+from memories.vocabulary import Vocabulary, redactor_of, screen_of
 from memories.write.candidates import Candidate
 from memories.write.models import VerificationRequest
 from memories.write.policy import Decision, ExistingState, PolicySettings, decide, policy_for
@@ -27,6 +28,7 @@ from memories.write.trust import confidence_ceiling, hold_reason, trust_of
 from memories.write.vectors import stm_vectors_schedule
 from memoryproject.errors import Invalid, StoreUnavailable
 from memoryproject.metrics import count_refusal
+from memoryproject.quarantine import Finding, WritePath, held_view, hold
 from memoryproject.redis_keys import Owner
 from profiles.models import EndUser, Tenant
 from profiles.services import end_user_get_or_create
@@ -42,6 +44,7 @@ class Outcome:
     UNCHANGED = "unchanged"
     REFUSED = "refused"
     HELD = "held_for_verification"  # an untrusted rule: stored for a reviewer, not written
+    QUARANTINED = "quarantined"  # it reads as an instruction to the model: held for review
     WOULD_WRITE = "would_write"  # dry run
     WOULD_HOLD = "would_hold"  # dry run
 
@@ -60,6 +63,8 @@ class ProposalResult:
     trust: str = ""
     hold_reason: str = ""  # why it waits for a reviewer ('' when it does not)
     verification_id: str = ""  # the verification request holding it
+    # A quarantined proposal: its quarantine id (none in a dry run), reason code and field.
+    quarantine: dict[str, str] | None = None
 
 
 def fingerprint_of(candidate: Candidate) -> str:
@@ -81,6 +86,7 @@ def proposals_submit(
     dry_run: bool = False,
     actor: Actor | None = None,
     strict: bool = True,
+    screen: bool = True,
 ) -> list[ProposalResult]:
     """Judge each candidate and land the accepted ones in short-term memory.
 
@@ -90,6 +96,10 @@ def proposals_submit(
     refused with `sensitive` and such entities or tags are left out. All accepted items of one
     call are upserted in one Redis transaction. A dry run decides exactly the same way and
     writes nothing, not even unknown end users.
+
+    A candidate whose text reads as an instruction to the model (`memoryproject.quarantine`)
+    is held for review instead (outcome `quarantined`, refusal `quarantined`), unless a
+    reviewer released the same one before; `screen=False` is a reviewer's release.
     """
     settings = policy_for(tenant=tenant)
     vocabulary = vocabulary_for(tenant=tenant)
@@ -97,10 +107,14 @@ def proposals_submit(
     redacted_all = [redact_candidate(raw, redactor=redactor) for raw in candidates]
     if strict:
         _refuse_sensitive(redacted_all)
+    path = WritePath.PROPOSAL if strict else WritePath.EXTRACTION
+    findings = _screened(tenant, redacted_all, vocabulary, path=path) if screen else {}
+    # Only the users of what is not quarantined are created: such a write changes nothing else.
+    user_ids = {c.candidate.user_id for i, c in enumerate(redacted_all) if i not in findings}
     store = stm_store()
     now = now_seconds()
     if dry_run:
-        owners = _owners(tenant=tenant, user_ids={c.user_id for c in candidates}, create=False)
+        owners = _owners(tenant=tenant, user_ids=user_ids, create=False)
         decided = _decide_all(
             redacted_all,
             owners=owners,
@@ -108,8 +122,11 @@ def proposals_submit(
             now=now,
             settings=settings,
             vocabulary=vocabulary,
+            quarantined=findings,
         )
-        return _results(decided, [], dry_run=True)
+        return _results(
+            decided, [], dry_run=True, quarantined={i: "" for i in findings}, findings=findings
+        )
 
     # End users, the upsert and its audit land together: the end users and the audit events
     # are one PostgreSQL transaction, the upsert its last step before the audit; when the
@@ -119,7 +136,7 @@ def proposals_submit(
     written: list[UpsertResult] = []
     try:
         with transaction.atomic():
-            owners = _owners(tenant=tenant, user_ids={c.user_id for c in candidates}, create=True)
+            owners = _owners(tenant=tenant, user_ids=user_ids, create=True)
             decided = _decide_all(
                 redacted_all,
                 owners=owners,
@@ -127,14 +144,35 @@ def proposals_submit(
                 now=now,
                 settings=settings,
                 vocabulary=vocabulary,
+                quarantined=findings,
             )
             held = _hold(tenant, decided, actor)
+            quarantined = {
+                index: hold(
+                    tenant=tenant,
+                    path=path,
+                    finding=finding,
+                    text=redacted_all[index].candidate.summary,
+                    payload={"candidate": asdict(redacted_all[index].candidate)},
+                    source_kind=redacted_all[index].candidate.source_kind,
+                    user_id=redacted_all[index].candidate.user_id,
+                    ref=_held_ref(path, redacted_all[index].candidate),
+                )
+                for index, finding in findings.items()
+            }
             to_write = [one.item for one in decided if one.item is not None]
             # Distinct timestamps keep index scores (and so paging cursors) unique in a batch.
             for offset, item in enumerate(to_write):
                 item.created_at = item.updated_at = item.last_access_at = now + offset * 1e-4
             written = store.upsert(items=to_write, now=now)
-            results = _results(decided, written, dry_run=False, held=held)
+            results = _results(
+                decided,
+                written,
+                dry_run=False,
+                held=held,
+                quarantined=quarantined,
+                findings=findings,
+            )
             _audit_writes(tenant, [one.item for one in decided], results, actor)
     except BaseException:
         if written:
@@ -173,6 +211,47 @@ class _Decided:
 Decided = list[_Decided]
 
 
+def _held_ref(path: str, candidate: Candidate) -> str:
+    """The same candidate quarantined twice (a retried call, a re-read transcript) is one row."""
+    return f"{path}:{fingerprint_of(candidate)}"
+
+
+def _screened(
+    tenant: Tenant, redacted_all: Sequence[RedactedCandidate], vocabulary: Vocabulary, *, path: str
+) -> dict[int, Finding]:
+    """The candidates that read as an instruction to the model, by index, with why; those a
+    reviewer released before pass."""
+    screen = screen_of(vocabulary)
+    findings: dict[int, Finding] = {}
+    for index, redaction in enumerate(redacted_all):
+        candidate = redaction.candidate
+        if redaction.nothing_left:
+            continue  # refused as sensitive anyway
+        found = screen.fields(
+            (
+                ("summary", candidate.summary),
+                ("fact_value", candidate.fact_value),
+                ("detail", candidate.detail),
+                ("entities", list(candidate.entities)),
+                ("tags", list(candidate.tags)),
+                ("subtype", candidate.subtype),
+            )
+        )
+        if found is not None:
+            findings[index] = found
+    if findings:
+        released = released_refs(
+            tenant=tenant,
+            refs=[_held_ref(path, redacted_all[index].candidate) for index in findings],
+        )
+        findings = {
+            index: found
+            for index, found in findings.items()
+            if _held_ref(path, redacted_all[index].candidate) not in released
+        }
+    return findings
+
+
 def _decide_all(
     redacted_all: Sequence[RedactedCandidate],
     *,
@@ -181,10 +260,11 @@ def _decide_all(
     now: float,
     settings: PolicySettings,
     vocabulary: Vocabulary,
+    quarantined: dict[int, Finding],
 ) -> Decided:
     decided: Decided = []
     seen_in_batch: set[tuple[str, str]] = set()
-    for redaction in redacted_all:
+    for index, redaction in enumerate(redacted_all):
         candidate, redacted = redaction.candidate, redaction.kinds
         candidate = proposal_read(candidate, vocabulary)  # judged as the same words in a transcript
         read = candidate
@@ -206,6 +286,8 @@ def _decide_all(
         decision = decide(candidate, existing=existing, settings=settings, vocabulary=vocabulary)
         if redaction.nothing_left:
             decision = replace(decision, accepted=False, refusal="sensitive")
+        elif index in quarantined:
+            decision = replace(decision, accepted=False, refusal=Outcome.QUARANTINED)
         # An untrusted constraint, preference or profile fact waits for a reviewer.
         hold = hold_reason(candidate, trust=trust) if decision.accepted else ""
         held_fp = f"{fingerprint}:{candidate.memory_type}"
@@ -310,12 +392,18 @@ def _results(
     *,
     dry_run: bool,
     held: dict[int, str] | None = None,
+    quarantined: dict[int, str] | None = None,
+    findings: dict[int, Finding] | None = None,
 ) -> list[ProposalResult]:
     upserts = iter(written)
     results = []
+    quarantined, findings = quarantined or {}, findings or {}
     for position, one in enumerate(decided):
         decision, item = one.decision, one.item
-        if not decision.accepted:
+        if decision.refusal == Outcome.QUARANTINED and position in quarantined:
+            view = held_view(quarantine_id=quarantined[position], finding=findings[position])
+            result = ProposalResult(decision, Outcome.QUARANTINED, quarantine=view)
+        elif not decision.accepted:
             result = ProposalResult(decision, Outcome.REFUSED)
         elif one.hold_reason:
             result = ProposalResult(

@@ -134,6 +134,12 @@ class ProfileResponse(TypedDict):
     facts: list[dict[str, Any]]
 
 
+class ProfilePatchResponse(ProfileResponse):
+    # Values held for review because they read as an instruction to the model (each with its
+    # quarantine `id`, `reason` code and `field`, e.g. "preferences.0.value"); not written.
+    quarantined: list[dict[str, str]]
+
+
 # --- short-term memory ----------------------------------------------------------------------
 
 
@@ -167,6 +173,14 @@ class ProposalsRequest(TypedDict, closed=True):
     proposals: list[Proposal]
 
 
+class Quarantine(TypedDict):
+    """A write held for review because it reads as an instruction to the model."""
+
+    id: str  # "" in a dry run
+    reason: str  # instruction_override | prompt_disclosure | role_change | fake_marker
+    field: str
+
+
 class ProposalResult(TypedDict):
     index: int
     outcome: str
@@ -174,6 +188,7 @@ class ProposalResult(TypedDict):
     version: int | None
     superseded_id: str | None
     redacted: list[str]
+    quarantine: Quarantine | None
     accepted: bool
     score: float
     threshold_breakdown: dict[str, float]
@@ -263,9 +278,10 @@ class CardImportRequest(TypedDict, closed=True):
 
 
 class ImportedCard(TypedDict):
-    memory_id: str
-    version: int
-    outcome: str
+    memory_id: str | None  # None when quarantined
+    version: int | None
+    outcome: str  # created | updated | unchanged | quarantined
+    quarantine: Quarantine | None
 
 
 class CardImportResponse(TypedDict):
