@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -175,7 +176,12 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     pooled = [*stm_candidates, *ltm_candidates, *history_candidates]
     if request.user_stated_only:
         pooled = _user_stated(pooled, trace)
-    chosen = _pool(pooled, blocks, policy, k, trace)
+    # The user's live items, chosen or not: an agent's turn quoting one is an echo of it.
+    known = [
+        (item.id, item.summary)
+        for item in [*routed.probe.items.values(), *routed.probe.user_items.values()]
+    ]
+    chosen = _pool(pooled, blocks, policy, k, trace, known)
     # The user's live constraints and preferences reach the blocks, whatever the session.
     blocks.constraints["standing"] = standing_rules(
         [*routed.probe.items.values(), *routed.probe.user_items.values()],
@@ -502,9 +508,10 @@ def _pool(
     policy: dict[str, Any],
     k: int,
     trace: _Trace,
+    known: Sequence[tuple[str, str]] = (),
 ) -> list[MemoryCandidate]:
     """De-duplicate, apply domain authority, re-score; the top k that are not weak."""
-    pooled, dropped = deduplicate(candidates)
+    pooled, dropped = deduplicate(candidates, known)
     trace.dropped.extend(dropped)
     pooled, dropped = apply_authority(pooled, authoritative=blocks.authoritative)
     trace.dropped.extend(dropped)
