@@ -43,8 +43,11 @@ from transcripts.selectors import events_after
 logger = logging.getLogger(__name__)
 
 INDEXED_ROLES = frozenset({"user", "assistant", "tool"})
-# An outbox row whose range names a segment object that is gone is parked with this error.
+# An outbox row whose range names a segment object that is gone carries this error; after
+# PARK_ATTEMPTS drains that could not read it, no drain takes it again (it is parked).
 MISSING_SEGMENT = "segment missing: "
+PARK_ATTEMPTS = 3
+_PARKED = Q(last_error__startswith=MISSING_SEGMENT, attempts__gte=PARK_ATTEMPTS)
 CONTEXT_TURN_CHARS = 300
 _SPACES = re.compile(r"\s+")
 
@@ -289,7 +292,7 @@ def history_outbox_drain(*, limit_events: int | None = None) -> DrainResult:
     with transaction.atomic():
         candidates = list(
             HistoryOutbox.objects.select_for_update(skip_locked=True, of=("self",))
-            .exclude(last_error__startswith=MISSING_SEGMENT)
+            .exclude(_PARKED)
             .select_related("session__tenant", "session__end_user")
             .order_by("pk")[:200]
         )
@@ -333,9 +336,10 @@ def history_outbox_drain(*, limit_events: int | None = None) -> DrainResult:
                     _advance_cursor(session_pk, high)
             for session_pk, name in missing.items():
                 logger.error(
-                    "history: session %s lacks segment %s; its outbox rows are parked",
+                    "history: session %s lacks segment %s (parked after %d attempts)",
                     session_pk,
                     name,
+                    PARK_ATTEMPTS,
                 )
                 HistoryOutbox.objects.filter(
                     pk__in=[r.pk for r in rows if r.session_id == session_pk]
@@ -472,8 +476,8 @@ def history_audit(*, sessions: int | None = None) -> int:
 def history_lag() -> dict[str, Any]:
     """How far indexing is behind: pending rows and events, the oldest row's age, the bound;
     rows parked for a missing segment apart."""
-    parked = HistoryOutbox.objects.filter(last_error__startswith=MISSING_SEGMENT).count()
-    pending = HistoryOutbox.objects.exclude(last_error__startswith=MISSING_SEGMENT).aggregate(
+    parked = HistoryOutbox.objects.filter(_PARKED).count()
+    pending = HistoryOutbox.objects.exclude(_PARKED).aggregate(
         rows=Count("pk"),
         events=Sum(F("last_seq") - F("first_seq") + 1),
         oldest=Min("created_at"),
