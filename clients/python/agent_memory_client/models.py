@@ -15,6 +15,7 @@ Role = Literal["user", "assistant", "tool", "system"]
 StmMemoryType = Literal["fact", "decision", "hypothesis", "observation", "constraint", "preference"]
 LtmMemoryType = Literal["semantic_fact", "episodic_case", "procedure", "preference", "knowledge"]
 Layer = Literal["postgres", "redis", "ltm", "history"]
+Trust = Literal["trusted", "untrusted"]
 SearchMode = Literal["lexical", "vector", "hybrid"]
 CardStatus = Literal["active", "archived"]
 ReviewStatus = Literal["pending", "approved", "rejected"]
@@ -188,6 +189,11 @@ class ProposalResult(TypedDict):
     version: int | None
     superseded_id: str | None
     redacted: list[str]
+    source_kind: str  # proposal (an agent's), user, assistant, tool, llm, reviewer, import
+    trust: Trust
+    held_for_verification: bool  # an untrusted rule, stored for a reviewer, not written
+    hold_reason: str  # untrusted_constraint | untrusted_preference | untrusted_profile_fact | ""
+    verification_id: str | None
     quarantine: Quarantine | None
     accepted: bool
     score: float
@@ -243,6 +249,8 @@ class StmItem(TypedDict):
     superseded_by: str
     verified: bool
     remember: bool
+    source_kind: str
+    trust: Trust  # only a trusted item is injected as a rule
 
 
 class StmItemWithProvenance(StmItem):
@@ -355,6 +363,7 @@ class RecallRequest(TypedDict, closed=True):
     k: NotRequired[int]
     layers: NotRequired[list[Layer]]
     explain: NotRequired[bool]
+    user_stated_only: NotRequired[bool]  # leave out what no trusted source said
 
 
 class RecallItem(TypedDict):
@@ -371,6 +380,8 @@ class RecallItem(TypedDict):
     relevance: float
     canonical_fact_key: str
     provenance: dict[str, Any]
+    source_kind: str
+    trust: Trust  # untrusted memories are evidence, injected as quoted, attributed data
 
 
 class RecallResponse(TypedDict):
