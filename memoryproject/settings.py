@@ -75,6 +75,44 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"]["OPTIONS"].setdefault(
     "connect_timeout", env.integer("DATABASE_CONNECT_TIMEOUT", 3, minimum=2)
 )
+# A PostgreSQL that stops answering costs a call one timeout, not a hang (docs/architecture.md,
+# "When a store stops answering"): the server cancels a statement running longer than
+# DATABASE_STATEMENT_TIMEOUT_MS; the client gives up on any call (query, fetch, commit) after
+# DATABASE_READ_TIMEOUT_MS, which also covers a frozen server or a proxy that stopped
+# forwarding (both still acknowledge packets, so no TCP-level bound sees them); keepalives and
+# tcp_user_timeout drop a connection whose link or host died. 0 turns a bound off. Migrations
+# run without the statement and read timeouts.
+DATABASE_STATEMENT_TIMEOUT_MS = env.integer("DATABASE_STATEMENT_TIMEOUT_MS", 10000, minimum=0)
+DATABASE_READ_TIMEOUT_MS = env.integer(
+    "DATABASE_READ_TIMEOUT_MS",
+    DATABASE_STATEMENT_TIMEOUT_MS + 2000 if DATABASE_STATEMENT_TIMEOUT_MS else 12000,
+    minimum=0,
+)
+if DATABASE_READ_TIMEOUT_MS and DATABASE_READ_TIMEOUT_MS <= DATABASE_STATEMENT_TIMEOUT_MS:
+    raise ConfigError(
+        "DATABASE_READ_TIMEOUT_MS", "must exceed DATABASE_STATEMENT_TIMEOUT_MS (or be 0)"
+    )
+DATABASES["default"]["ENGINE"] = "memoryproject.postgres"
+_pg_options = DATABASES["default"]["OPTIONS"]
+_pg_options.setdefault("read_timeout", DATABASE_READ_TIMEOUT_MS / 1000)
+_pg_options.setdefault("keepalives", 1)
+_pg_options.setdefault("keepalives_idle", env.integer("DATABASE_KEEPALIVES_IDLE", 30, minimum=1))
+_pg_options.setdefault(
+    "keepalives_interval", env.integer("DATABASE_KEEPALIVES_INTERVAL", 10, minimum=1)
+)
+_pg_options.setdefault("keepalives_count", env.integer("DATABASE_KEEPALIVES_COUNT", 3, minimum=1))
+_pg_options.setdefault(
+    "tcp_user_timeout", env.integer("DATABASE_TCP_USER_TIMEOUT_MS", 10000, minimum=0)
+)
+if DATABASE_STATEMENT_TIMEOUT_MS:
+    _pg_options["options"] = " ".join(
+        part
+        for part in (
+            _pg_options.get("options", ""),
+            f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT_MS}",
+        )
+        if part
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.url("REDIS_URL", "redis://127.0.0.1:6379/0", schemes=("redis", "rediss"))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import OperationalError, connections
+from django.db import OperationalError, connections, transaction
 from django.test import RequestFactory
 from django.urls import reverse
 from django.utils import timezone
@@ -162,6 +162,69 @@ def test_postgres_that_never_answers_is_503_within_the_connect_timeout(postgres,
         _back(postgres)
     _assert_unavailable(response)
     assert elapsed < 5, elapsed
+
+
+@pytest.fixture
+def read_timeout(postgres) -> Iterator[float]:
+    """A short read timeout on the proxied connection (the default is seconds longer)."""
+    options = connections["default"].settings_dict["OPTIONS"]
+    saved = options["read_timeout"], options["connect_timeout"]
+    options["read_timeout"], options["connect_timeout"] = 1.5, 2
+    connections["default"].close()
+    yield options["read_timeout"]
+    options["read_timeout"], options["connect_timeout"] = saved
+    connections["default"].close()
+
+
+def test_connections_carry_the_statement_timeout_and_tcp_bounds(postgres) -> None:
+    connection = connections["default"]
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        (statement_timeout,) = cursor.fetchone()
+    assert statement_timeout == f"{settings.DATABASE_STATEMENT_TIMEOUT_MS // 1000}s"
+    info = connection.connection.info.get_parameters()
+    assert info["keepalives"] == "1" and int(info["tcp_user_timeout"]) > 0
+    assert float(connection.connection.read_timeout) == settings.DATABASE_READ_TIMEOUT_MS / 1000
+
+
+def test_a_postgres_that_stops_answering_mid_transaction_fails_within_the_read_timeout(
+    postgres, read_timeout
+) -> None:
+    # Given a transaction under way on a live connection,
+    connection = connections["default"]
+    with pytest.raises(OperationalError), transaction.atomic():
+        Session.objects.count()
+        # when the server stops answering (connected, but nothing comes back),
+        postgres.switch("blackhole")
+        started = time.perf_counter()
+        try:
+            Session.objects.count()
+        finally:
+            elapsed = time.perf_counter() - started
+    # the query fails after the read timeout, not never, and the connection is dropped.
+    assert read_timeout <= elapsed < read_timeout + 1.0, elapsed
+    assert connection.connection is None or connection.connection.closed
+    _back(postgres)
+    assert Session.objects.count() == 0  # the next call connects afresh
+
+
+def test_a_request_meeting_a_postgres_that_stops_answering_is_503_within_the_bound(
+    postgres, read_timeout, owner
+) -> None:
+    url = reverse(EVENTS, kwargs={"session_id": "s_1"})
+    assert owner.get(url).status_code == 404  # caches the key; the connection stays open
+    postgres.switch("blackhole")
+    started = time.perf_counter()
+    try:
+        response = owner.get(url)
+    finally:
+        elapsed = time.perf_counter() - started
+        _back(postgres)
+    _assert_unavailable(response)
+    # One read timeout for the open connection's health check, one connect timeout for the
+    # new connection it then tries.
+    bound = read_timeout + connections["default"].settings_dict["OPTIONS"]["connect_timeout"]
+    assert elapsed < bound + 1.0, elapsed
 
 
 def test_recording_a_keys_use_never_fails_a_request(postgres, tenant, owner, caplog):
