@@ -126,6 +126,8 @@ REDIS_KEY_PREFIX = env.string("REDIS_KEY_PREFIX", "mem")
 REDIS_CONNECT_TIMEOUT_SECONDS = env.integer("REDIS_CONNECT_TIMEOUT_MS", 250, minimum=1) / 1000
 REDIS_SOCKET_TIMEOUT_SECONDS = env.integer("REDIS_SOCKET_TIMEOUT_MS", 500, minimum=1) / 1000
 REDIS_FAIL_FAST_SECONDS = env.integer("REDIS_FAIL_FAST_MS", 1000, minimum=0) / 1000
+# A pooled connection idle longer than this is checked (PING) before it is used again (0: off).
+REDIS_HEALTH_CHECK_SECONDS = env.integer("REDIS_HEALTH_CHECK_SECONDS", 30, minimum=0)
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",
@@ -135,6 +137,10 @@ CACHES = {
             "SOCKET_CONNECT_TIMEOUT": REDIS_CONNECT_TIMEOUT_SECONDS,
             "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT_SECONDS,
             "CONNECTION_POOL_CLASS": "memoryproject.redis_client.FailFastConnectionPool",
+            "CONNECTION_POOL_KWARGS": {
+                "health_check_interval": REDIS_HEALTH_CHECK_SECONDS,
+                "socket_keepalive": True,
+            },
         },
     }
 }
@@ -242,7 +248,30 @@ CELERY_TASK_ALWAYS_EAGER = env.boolean("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# Publishing a task waits at most CELERY_BROKER_SOCKET_TIMEOUT_MS for a broker that stopped
+# answering, with no publish retries (redis-py still reconnects once a connection was cut); after
+# a failure, publishes to that server fail at once for REDIS_FAIL_FAST_MS, as Redis calls do
+# (memoryproject.celery.BoundedTask). Every publisher of the service is best effort: the beat
+# jobs catch up what a failed publish left behind. The socket timeout must stay above kombu's
+# one-second BRPOP of a consuming worker.
+CELERY_BROKER_SOCKET_TIMEOUT_SECONDS = (
+    env.integer("CELERY_BROKER_SOCKET_TIMEOUT_MS", 2000, minimum=1500) / 1000
+)
+CELERY_BROKER_CONNECTION_TIMEOUT = max(1.0, REDIS_CONNECT_TIMEOUT_SECONDS)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": 3600,
+    "socket_timeout": CELERY_BROKER_SOCKET_TIMEOUT_SECONDS,
+    "socket_connect_timeout": CELERY_BROKER_CONNECTION_TIMEOUT,
+    "socket_keepalive": True,
+    "retry_on_timeout": False,
+    "health_check_interval": REDIS_HEALTH_CHECK_SECONDS or 25,
+}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 0,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}
 CELERY_TASK_DEFAULT_QUEUE = env.string("CELERY_QUEUE", "memory")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
