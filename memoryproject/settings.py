@@ -128,6 +128,9 @@ REDIS_SOCKET_TIMEOUT_SECONDS = env.integer("REDIS_SOCKET_TIMEOUT_MS", 500, minim
 REDIS_FAIL_FAST_SECONDS = env.integer("REDIS_FAIL_FAST_MS", 1000, minimum=0) / 1000
 # A pooled connection idle longer than this is checked (PING) before it is used again (0: off).
 REDIS_HEALTH_CHECK_SECONDS = env.integer("REDIS_HEALTH_CHECK_SECONDS", 30, minimum=0)
+# Job locks (memoryproject.locks) are leases of this many seconds, renewed by their holder
+# while it works: a lock whose holder died is free again within one lease.
+LOCK_LEASE_SECONDS = env.integer("LOCK_LEASE_SECONDS", 15, minimum=3)
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",
