@@ -5,6 +5,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from celery import Celery, Task
+from celery.signals import beat_init, worker_ready
 from kombu.exceptions import OperationalError as BrokerError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings")
@@ -38,3 +39,17 @@ class BoundedTask(Task):  # type: ignore[misc]
 app = Celery("memoryproject", task_cls=BoundedTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_ready.connect
+def _worker_heartbeat(**_: Any) -> None:
+    from memoryproject.heartbeats import heartbeat_start
+
+    heartbeat_start(role="worker")
+
+
+@beat_init.connect
+def _beat_heartbeat(**_: Any) -> None:
+    from memoryproject.heartbeats import heartbeat_start
+
+    heartbeat_start(role="beat")

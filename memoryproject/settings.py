@@ -308,6 +308,17 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     },
 }
 
+# The worker and beat write a heartbeat to Redis this often; /readyz counts one missing for
+# HEARTBEAT_TTL_SECONDS as not running. With READYZ_REQUIRE_WORKERS on (the default unless DEBUG)
+# a missing worker or beat fails readiness; off, it is reported under `warnings` only (a
+# development server without a worker, or a load balancer that must keep serving appends and
+# recalls while the workers are down).
+HEARTBEAT_SECONDS = env.integer("HEARTBEAT_SECONDS", 10, minimum=1)
+HEARTBEAT_TTL_SECONDS = 3 * HEARTBEAT_SECONDS
+READYZ_REQUIRE_WORKERS = env.boolean("READYZ_REQUIRE_WORKERS", not DEBUG)
+# /readyz writes and deletes a small object in transcript storage at most this often.
+READYZ_STORAGE_PROBE_SECONDS = env.integer("READYZ_STORAGE_PROBE_SECONDS", 5, minimum=0)
+
 # --- API ---------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["profiles.auth.ApiKeyAuthentication"],
