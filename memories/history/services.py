@@ -360,12 +360,11 @@ def history_outbox_drain(*, limit_events: int | None = None) -> DrainResult:
     )
 
 
-def history_catch_up(*, quiet_seconds: int = 60, limit: int = 500) -> int:
-    """Queue the unindexed events above the cursor of sessions without a pending row (history
-    switched on again, or rows dropped); returns how many sessions were queued. Gaps below a
-    cursor are found by `history_audit`."""
+def _unqueued(*, quiet_seconds: int) -> Any:
+    """Sessions with events above their history cursor and no outbox row to index them, quiet
+    for `quiet_seconds` (a lost append signal, history switched on again, rows dropped)."""
     quiet_since = timezone.now() - timedelta(seconds=quiet_seconds)
-    lagging = (
+    return (
         Session.objects.filter(
             last_event_at__lte=quiet_since,
             erased_at__isnull=True,
@@ -377,8 +376,16 @@ def history_catch_up(*, quiet_seconds: int = 60, limit: int = 500) -> int:
             | Q(event_count__gt=F("history_cursor__indexed_seq"))
         )
         .exclude(tenant__recall_policy__history_enabled=False)
-        .values_list("pk", "event_count", "history_cursor__indexed_seq")[:limit]
     )
+
+
+def history_catch_up(*, quiet_seconds: int = 60, limit: int = 500) -> int:
+    """Queue the unindexed events above the cursor of sessions without a pending row (history
+    switched on again, or rows dropped); returns how many sessions were queued. Gaps below a
+    cursor are found by `history_audit`."""
+    lagging = _unqueued(quiet_seconds=quiet_seconds).values_list(
+        "pk", "event_count", "history_cursor__indexed_seq"
+    )[:limit]
     rows = [
         HistoryOutbox(session_id=pk, first_seq=(indexed or 0) + 1, last_seq=count)
         for pk, count, indexed in lagging
@@ -473,9 +480,13 @@ def history_audit(*, sessions: int | None = None) -> int:
 
 
 # --- lag ---------------------------------------------------------------------------------
+UNQUEUED_COUNT_LIMIT = 1000
+
+
 def history_lag() -> dict[str, Any]:
-    """How far indexing is behind: pending rows and events, the oldest row's age, the bound;
-    rows parked for a missing segment apart."""
+    """How far indexing is behind: pending rows and events, the oldest row's age, the bound,
+    and sessions with unindexed events that no outbox row covers (counted up to 1000; the
+    catch-up job queues them); rows parked for a missing segment apart."""
     parked = HistoryOutbox.objects.filter(_PARKED).count()
     pending = HistoryOutbox.objects.exclude(_PARKED).aggregate(
         rows=Count("pk"),
@@ -495,6 +506,7 @@ def history_lag() -> dict[str, Any]:
         "lag_seconds": age,
         "bound_seconds": bound,
         "within_bound": age <= bound,
+        "unqueued_sessions": _unqueued(quiet_seconds=60)[:UNQUEUED_COUNT_LIMIT].count(),
     }
 
 
