@@ -353,7 +353,7 @@ SPECTACULAR_SETTINGS = {
         "memoryproject.schema.add_links",
     ],
     "ENUM_NAME_OVERRIDES": {
-        "StmMemoryTypeEnum": "memories.write.candidates.MemoryType.ALL",
+        "StmMemoryTypeEnum": "memories.stm.items.MemoryType.ALL",
         "LtmMemoryTypeEnum": "memories.ltm.models.LtmCard.Type",
     },
 }

@@ -18,6 +18,8 @@ def test_the_openapi_schema_generates_without_warnings(tmp_path) -> None:
     schema = (tmp_path / "s.yml").read_text()
     for path in ("/v1/sessions/{session_id}/events", "/v1/memories/proposals", "/v1/memories/stm"):
         assert path in schema
+    # the overrides name the enums where they live: a short-term item's type is an enum
+    assert "StmMemoryTypeEnum:" in schema and "LtmMemoryTypeEnum:" in schema
 
 
 @pytest.fixture(scope="module")
