@@ -225,7 +225,10 @@ def _line(candidate: MemoryCandidate, text: str, labels: dict[str, str]) -> str:
         who = labels.get(f"said_{candidate.source_kind}", labels["said_assistant"])
         when = candidate.occurred_at or candidate.updated_at
         day = f", {datetime.fromtimestamp(when, tz=UTC).date().isoformat()}" if when else ""
-        quoted = _one_line(text).replace('"', "'")
+        said = _one_line(text)
+        if candidate.source == "history":  # the attribution names the speaker already
+            said = said.removeprefix(f"{candidate.source_kind}: ")
+        quoted = said.replace('"', "'")
         return f'({who}{day}) "{quoted}"'
     if candidate.source != "redis" and candidate.occurred_at:
         day = datetime.fromtimestamp(candidate.occurred_at, tz=UTC).date().isoformat()
