@@ -1,0 +1,211 @@
+"""Card import and audited writes of one tenant, through Django's full stack in this process.
+
+Imports of 100, 1,000 and 10,000 cards go through `POST /v1/ltm/cards:import` (middleware,
+authentication, validation, redaction, the service, the audit trail); a size above the import
+limit is sent in requests of the limit. For each size the script prints the wall ms, the ms per
+card, and the PostgreSQL time the service measured itself (`Server-Timing: store.postgresql`).
+Cards are LoCoMo turns over 50 end users, each with its importer's id, entities, tags and
+source ids, as a real importer sends them. The outbox drain they queue is not run (embedding is
+the drain's cost, not the import's).
+
+Then 1, 8 and 32 threads, each with its own PostgreSQL connection and test client, post
+proposals (one memory each, so one audit event each) to the same tenant for `--seconds`: it
+prints audited writes per second (audit events written over the wall time) and the p50 / p95
+request ms. Last, the tenant's audit chain is verified (`audit_verify`) and timed. Everything
+written is removed afterwards.
+
+    .venv/bin/python benchmarks/card_import.py   # --sizes 100,1000,10000 --threads 1,8,32
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import threading
+import time
+import uuid
+from collections import Counter
+from typing import Any
+
+from _service import ServiceRun, percentile, remove_everything, tenant_with_key
+from _setup import django_setup, locomo_turns
+
+ENTITIES = ["createOrder", "payment-service", "prod-k8s", "redis", "线程池", "数据库", "kafka"]
+TYPES = ["semantic_fact", "episodic_case", "procedure", "knowledge"]
+USERS = 50
+
+
+def card_body(n: int, turns: list[str], batch: str) -> dict[str, Any]:
+    text = turns[n % len(turns)]
+    card = {
+        "id": f"imp_{batch}_{n}",
+        "memory_type": TYPES[n % len(TYPES)],
+        "title": text[:60],
+        "summary": text[:400],
+        "content": turns[(n + 1) % len(turns)][:800],
+        "entities": [ENTITIES[n % len(ENTITIES)], ENTITIES[(n * 3) % len(ENTITIES)]],
+        "tags": ["import", f"t{n % 10}"],
+        "source_refs": {"message_ids": [f"m_{n}"]},
+        "importance": 0.5,
+        "confidence": 0.8,
+    }
+    if n % 4:  # every fourth card is shared knowledge, the rest belong to a user
+        card["user_id"] = f"u_{n % USERS}"
+    return card
+
+
+def server_timing(response: Any) -> dict[str, float]:
+    timing = {}
+    for part in response.get("Server-Timing", "").split(","):
+        if ";dur=" in part:
+            name, value = part.strip().split(";dur=")
+            timing[name] = float(value)
+    return timing
+
+
+def import_limit() -> int:
+    from django.conf import settings
+
+    from memories.ltm import apis
+
+    return int(getattr(settings, "LTM_IMPORT_MAX_CARDS", 0) or apis.MAX_IMPORT)
+
+
+def imports(client: Any, headers: dict[str, str], sizes: list[int], turns: list[str]) -> None:
+    limit = import_limit()
+    print(f"import limit: {limit} cards per request")
+    print(f"{'cards':>7} {'requests':>8} {'wall ms':>9} {'ms/card':>8} {'pg ms':>9} {'slowest':>8}")
+    for size in sizes:
+        batch = uuid.uuid4().hex[:6]
+        cards = [card_body(n, turns, batch) for n in range(size)]
+        wall = pg = slowest = 0.0
+        requests = 0
+        for start in range(0, size, limit):
+            body = json.dumps({"cards": cards[start : start + limit]})
+            started = time.perf_counter()
+            response = client.post(
+                "/v1/ltm/cards:import", data=body, content_type="application/json", **headers
+            )
+            took = (time.perf_counter() - started) * 1000
+            if response.status_code != 201:
+                raise SystemExit(f"import: {response.status_code} {response.content[:300]!r}")
+            wall, slowest, requests = wall + took, max(slowest, took), requests + 1
+            pg += server_timing(response).get("store.postgresql", 0.0)
+        print(
+            f"{size:>7} {requests:>8} {wall:>9.0f} {wall / size:>8.2f} {pg:>9.0f} {slowest:>8.0f}",
+            flush=True,
+        )
+
+
+def writers(secret: str, tenant: Any, threads: int, seconds: float) -> None:
+    from django.db import connection
+    from django.test import Client
+
+    from memories.audit.models import AuditEvent
+
+    latencies: list[float] = []
+    outcomes: Counter[str] = Counter()
+    failures: list[str] = []
+    start_line = threading.Barrier(threads + 1)
+
+    def write(worker: int) -> None:
+        client = Client()
+        headers = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+        n = 0
+        try:
+            start_line.wait()
+            deadline = time.perf_counter() + seconds
+            while time.perf_counter() < deadline:
+                n += 1
+                body = {
+                    "proposals": [
+                        {
+                            "user_id": f"w{threads}_{worker}_{n % 4}",
+                            "session_id": f"s_w{threads}_{worker}",
+                            "memory_type": "decision",
+                            "summary": f"We decided to run order-exec build {n} of writer"
+                            f" {worker} on prod-k8s with a pool of {n % 64 + 1} threads.",
+                            "source": {"kind": "user", "message_ids": [f"m_{worker}_{n}"]},
+                            "confidence": 0.9,
+                            "importance": 0.7,
+                        }
+                    ]
+                }
+                started = time.perf_counter()
+                response = client.post(
+                    "/v1/memories/proposals",
+                    data=json.dumps(body),
+                    content_type="application/json",
+                    **headers,
+                )
+                latencies.append((time.perf_counter() - started) * 1000)
+                if response.status_code not in (200, 201):
+                    failures.append(f"{response.status_code} {response.content[:200]!r}")
+                    return
+                outcomes.update(r["outcome"] for r in response.json()["results"])
+        finally:
+            connection.close()
+
+    before = AuditEvent.objects.filter(tenant=tenant).count()
+    pool = [threading.Thread(target=write, args=(w,)) for w in range(threads)]
+    for thread in pool:
+        thread.start()
+    start_line.wait()
+    started = time.perf_counter()
+    for thread in pool:
+        thread.join()
+    wall = time.perf_counter() - started
+    if failures:
+        raise SystemExit(f"proposals: {failures[0]}")
+    audited = AuditEvent.objects.filter(tenant=tenant).count() - before
+    print(
+        f"{threads:>7} {audited / wall:>12.1f} {len(latencies) / wall:>10.1f}"
+        f" {statistics.median(latencies):>8.0f} {percentile(latencies, 0.95):>8.0f}  "
+        + ", ".join(f"{name} {count}" for name, count in outcomes.most_common()),
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="100,1000,10000")
+    parser.add_argument("--threads", default="1,8,32")
+    parser.add_argument("--seconds", type=float, default=10.0, help="per writer count")
+    args = parser.parse_args()
+    run = ServiceRun("bench-import", uuid.uuid4().hex[:8])
+    django_setup(
+        migrate=True,
+        **run.env(),
+        ALLOWED_HOSTS="*",
+        LOG_LEVEL="ERROR",
+        API_RATE_LIMIT_PER_MINUTE="10000000",
+    )
+    import redis
+    from django.conf import settings
+    from django.test import Client
+
+    from memories.audit.services import audit_verify
+
+    turns = [t["content"] for t in locomo_turns()]
+    tenant, secret = tenant_with_key(slug=run.prefix, name="Card import benchmark")
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+    try:
+        imports(Client(), headers, [int(s) for s in args.sizes.split(",")], turns)
+        print(
+            f"\n{'writers':>7} {'audited/s':>12} {'requests/s':>10} {'p50 ms':>8} {'p95 ms':>8}"
+            "  outcomes"
+        )
+        for threads in (int(t) for t in args.threads.split(",")):
+            writers(secret, tenant, threads, args.seconds)
+        started = time.perf_counter()
+        report = audit_verify(tenant=tenant)
+        took = time.perf_counter() - started
+        print(f"\naudit chain: {report.events} events, verifies {report.ok}, in {took:.1f}s")
+    finally:
+        remove_everything(run)
+        redis.Redis.from_url(settings.CELERY_BROKER_URL).delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+
+
+if __name__ == "__main__":
+    main()
