@@ -1,5 +1,5 @@
 """Card imports are batched: a few statements per import, one audit event per changed card in
-one chained insert, all or nothing."""
+one chained insert, all or nothing, and bounded in size."""
 
 from __future__ import annotations
 
@@ -95,6 +95,26 @@ def test_a_card_the_ledger_refuses_fails_the_whole_import_naming_it(tenant) -> N
 
     assert set(refused.value.fields or {}) == {"cards.3.memory_type"}
     assert counts() == before  # no card, outbox row, audit event or end user
+
+
+@pytest.mark.django_db
+def test_an_import_above_the_limit_is_413_naming_the_limit_and_writes_nothing(
+    owner: APIClient, settings
+) -> None:
+    settings.LTM_IMPORT_MAX_CARDS = 3
+    url = reverse("memories:ltm-import")
+    card = {"memory_type": "procedure", "summary": "restart the worker after a deploy"}
+    before = counts()
+
+    too_many = owner.post(url, {"cards": [card] * 4}, format="json")
+
+    assert too_many.status_code == 413
+    error = too_many.json()["error"]
+    assert error["code"] == "payload_too_large"
+    assert "At most 3 cards" in error["message"]
+    assert error["fields"] == {"cards": ["4 cards given, at most 3 allowed."]}
+    assert counts() == before
+    assert owner.post(url, {"cards": [card] * 3}, format="json").status_code == 201
 
 
 @pytest.mark.django_db
