@@ -2,8 +2,10 @@
 
 Imports of 100, 1,000 and 10,000 cards go through `POST /v1/ltm/cards:import` (middleware,
 authentication, validation, redaction, the service, the audit trail); a size above the import
-limit is sent in requests of the limit. For each size the script prints the wall ms, the ms per
-card, and the PostgreSQL time the service measured itself (`Server-Timing: store.postgresql`).
+limit (`LTM_IMPORT_MAX_CARDS`) is sent in requests of the limit. Last comes the largest import
+the limits allow: as many cards as allowed, their contents as long as the body limit allows.
+For each the script prints the wall ms, the ms per card, and the PostgreSQL time the service
+measured itself (`Server-Timing: store.postgresql`), after one warm-up request.
 Cards are LoCoMo turns over 50 end users, each with its importer's id, entities, tags and
 source ids, as a real importer sends them. The outbox drain they queue is not run (embedding is
 the drain's cost, not the import's).
@@ -11,8 +13,12 @@ the drain's cost, not the import's).
 Then 1, 8 and 32 threads, each with its own PostgreSQL connection and test client, post
 proposals (one memory each, so one audit event each) to the same tenant for `--seconds`: it
 prints audited writes per second (audit events written over the wall time) and the p50 / p95
-request ms. Last, the tenant's audit chain is verified (`audit_verify`) and timed. Everything
-written is removed afterwards.
+request ms. The same thread counts then append audit events alone (`audit_record`, one event
+per transaction), which is the chain's own ceiling for one tenant: every append of a tenant
+waits for the previous one's commit. Last, the tenant's audit chain is verified
+(`audit_verify`) and timed. Everything written is removed afterwards. `DATABASE_URL` chooses
+the database (one of the benchmark's own keeps it apart from others' schema changes; the
+script migrates it first).
 
     .venv/bin/python benchmarks/card_import.py   # --sizes 100,1000,10000 --threads 1,8,32
 """
@@ -64,38 +70,51 @@ def server_timing(response: Any) -> dict[str, float]:
     return timing
 
 
-def import_limit() -> int:
+def imports(client: Any, headers: dict[str, str], sizes: list[int], turns: list[str]) -> None:
     from django.conf import settings
 
-    from memories.ltm import apis
+    limit = settings.LTM_IMPORT_MAX_CARDS
 
-    return int(getattr(settings, "LTM_IMPORT_MAX_CARDS", 0) or apis.MAX_IMPORT)
+    def send(cards: list[dict[str, Any]]) -> tuple[float, float]:
+        body = json.dumps({"cards": cards})
+        started = time.perf_counter()
+        response = client.post(
+            "/v1/ltm/cards:import", data=body, content_type="application/json", **headers
+        )
+        took = (time.perf_counter() - started) * 1000
+        if response.status_code != 201:
+            raise SystemExit(f"import: {response.status_code} {response.content[:300]!r}")
+        return took, server_timing(response).get("store.postgresql", 0.0)
 
-
-def imports(client: Any, headers: dict[str, str], sizes: list[int], turns: list[str]) -> None:
-    limit = import_limit()
-    print(f"import limit: {limit} cards per request")
-    print(f"{'cards':>7} {'requests':>8} {'wall ms':>9} {'ms/card':>8} {'pg ms':>9} {'slowest':>8}")
-    for size in sizes:
-        batch = uuid.uuid4().hex[:6]
-        cards = [card_body(n, turns, batch) for n in range(size)]
+    def row(label: str, cards: list[dict[str, Any]]) -> None:
         wall = pg = slowest = 0.0
         requests = 0
-        for start in range(0, size, limit):
-            body = json.dumps({"cards": cards[start : start + limit]})
-            started = time.perf_counter()
-            response = client.post(
-                "/v1/ltm/cards:import", data=body, content_type="application/json", **headers
-            )
-            took = (time.perf_counter() - started) * 1000
-            if response.status_code != 201:
-                raise SystemExit(f"import: {response.status_code} {response.content[:300]!r}")
-            wall, slowest, requests = wall + took, max(slowest, took), requests + 1
-            pg += server_timing(response).get("store.postgresql", 0.0)
+        for start in range(0, len(cards), limit):
+            took, store = send(cards[start : start + limit])
+            wall, pg, slowest, requests = wall + took, pg + store, max(slowest, took), requests + 1
         print(
-            f"{size:>7} {requests:>8} {wall:>9.0f} {wall / size:>8.2f} {pg:>9.0f} {slowest:>8.0f}",
+            f"{label:>12} {requests:>8} {wall:>9.0f} {wall / len(cards):>8.2f} {pg:>9.0f}"
+            f" {slowest:>8.0f}",
             flush=True,
         )
+
+    print(f"import limit: {limit} cards per request (LTM_IMPORT_MAX_CARDS)")
+    send([card_body(0, turns, "warm")])  # a worker's first request loads what later ones reuse
+    print(
+        f"{'cards':>12} {'requests':>8} {'wall ms':>9} {'ms/card':>8} {'pg ms':>9} {'slowest':>8}"
+    )
+    for size in sizes:
+        batch = uuid.uuid4().hex[:6]
+        row(str(size), [card_body(n, turns, batch) for n in range(size)])
+    # The largest import the limits allow: as many cards as allowed, as long as the body allows.
+    batch = uuid.uuid4().hex[:6]
+    largest = [card_body(n, turns, batch) for n in range(limit)]
+    room = int(settings.API_MAX_BODY_BYTES * 0.95) - len(json.dumps({"cards": largest}))
+    for n, card in enumerate(largest):
+        card["content"] += (
+            " " + " ".join(turns[(n + k) % len(turns)] for k in range(200))[: max(0, room // limit)]
+        )
+    row(f"{limit} ({settings.API_MAX_BODY_BYTES // 2**20} MB)", largest)
 
 
 def writers(secret: str, tenant: Any, threads: int, seconds: float) -> None:
@@ -167,6 +186,46 @@ def writers(secret: str, tenant: Any, threads: int, seconds: float) -> None:
     )
 
 
+def appenders(tenant: Any, threads: int, seconds: float) -> None:
+    """The chain alone: threads appending one audit event per transaction to one tenant."""
+    from django.db import connection
+
+    from memories.audit.models import AuditEvent
+    from memories.audit.services import Actor, audit_record
+
+    start_line = threading.Barrier(threads + 1)
+
+    def append(worker: int) -> None:
+        try:
+            start_line.wait()
+            deadline = time.perf_counter() + seconds
+            n = 0
+            while time.perf_counter() < deadline:
+                n += 1
+                audit_record(
+                    tenant=tenant,
+                    action="update",
+                    actor=Actor.job("benchmark"),
+                    object_type="profile",
+                    object_id=f"end_user:{worker}",
+                    after={"n": n},
+                )
+        finally:
+            connection.close()
+
+    before = AuditEvent.objects.filter(tenant=tenant).count()
+    pool = [threading.Thread(target=append, args=(w,)) for w in range(threads)]
+    for thread in pool:
+        thread.start()
+    start_line.wait()
+    started = time.perf_counter()
+    for thread in pool:
+        thread.join()
+    wall = time.perf_counter() - started
+    appended = AuditEvent.objects.filter(tenant=tenant).count() - before
+    print(f"{threads:>7} {appended / wall:>12.1f} {wall * 1000 / max(appended, 1):>12.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100,1000,10000")
@@ -188,9 +247,9 @@ def main() -> None:
     from memories.audit.services import audit_verify
 
     turns = [t["content"] for t in locomo_turns()]
-    tenant, secret = tenant_with_key(slug=run.prefix, name="Card import benchmark")
-    headers = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
     try:
+        tenant, secret = tenant_with_key(slug=run.prefix, name="Card import benchmark")
+        headers = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
         imports(Client(), headers, [int(s) for s in args.sizes.split(",")], turns)
         print(
             f"\n{'writers':>7} {'audited/s':>12} {'requests/s':>10} {'p50 ms':>8} {'p95 ms':>8}"
@@ -198,6 +257,9 @@ def main() -> None:
         )
         for threads in (int(t) for t in args.threads.split(",")):
             writers(secret, tenant, threads, args.seconds)
+        print(f"\n{'appenders':>7} {'events/s':>12} {'ms/event':>12}   (audit_record alone)")
+        for threads in (int(t) for t in args.threads.split(",")):
+            appenders(tenant, threads, args.seconds / 2)
         started = time.perf_counter()
         report = audit_verify(tenant=tenant)
         took = time.perf_counter() - started
