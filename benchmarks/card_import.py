@@ -15,7 +15,8 @@ proposals (one memory each, so one audit event each) to the same tenant for `--s
 prints audited writes per second (audit events written over the wall time) and the p50 / p95
 request ms. The same thread counts then append audit events alone (`audit_record`, one event
 per transaction), which is the chain's own ceiling for one tenant: every append of a tenant
-waits for the previous one's commit. Last, the tenant's audit chain is verified
+waits for the previous one's commit, and one writer appends batches of 1 to 1,000 events a
+transaction (`audit_record_many`, best of five). Last, the tenant's audit chain is verified
 (`audit_verify`) and timed. Everything written is removed afterwards. `DATABASE_URL` chooses
 the database (one of the benchmark's own keeps it apart from others' schema changes; the
 script migrates it first).
@@ -226,6 +227,32 @@ def appenders(tenant: Any, threads: int, seconds: float) -> None:
     print(f"{threads:>7} {appended / wall:>12.1f} {wall * 1000 / max(appended, 1):>12.2f}")
 
 
+def batches(tenant: Any) -> None:
+    """Audit events appended in batches by one writer: the chain's cost per event."""
+    from django.db import transaction
+
+    from memories.audit.services import Actor, AuditEntry, audit_record_many
+
+    for size in (1, 10, 100, 1000):
+        entries = [
+            AuditEntry(
+                action="create",
+                object_type="ltm_card",
+                object_id=f"ltm_{n}",
+                after={"summary": "x" * 300, "n": n},
+                details={"version": 1},
+            )
+            for n in range(size)
+        ]
+        best = float("inf")
+        for _ in range(5):
+            started = time.perf_counter()
+            with transaction.atomic():
+                audit_record_many(tenant=tenant, actor=Actor.job("benchmark"), entries=entries)
+            best = min(best, time.perf_counter() - started)
+        print(f"{size:>7} {best * 1000:>12.1f} {best * 1e6 / size:>12.0f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100,1000,10000")
@@ -260,6 +287,8 @@ def main() -> None:
         print(f"\n{'appenders':>7} {'events/s':>12} {'ms/event':>12}   (audit_record alone)")
         for threads in (int(t) for t in args.threads.split(",")):
             appenders(tenant, threads, args.seconds / 2)
+        print(f"\n{'batch':>7} {'best ms':>12} {'us/event':>12}   (audit_record_many, one writer)")
+        batches(tenant)
         started = time.perf_counter()
         report = audit_verify(tenant=tenant)
         took = time.perf_counter() - started
