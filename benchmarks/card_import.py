@@ -295,7 +295,9 @@ def main() -> None:
         print(f"\naudit chain: {report.events} events, verifies {report.ok}, in {took:.1f}s")
     finally:
         remove_everything(run)
-        redis.Redis.from_url(settings.CELERY_BROKER_URL).delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+        queue = settings.CELERY_TASK_DEFAULT_QUEUE
+        broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+        broker.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
 
 
 if __name__ == "__main__":
