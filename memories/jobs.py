@@ -21,11 +21,12 @@ def _paged(
 
     name = lock if tenant is None else f"{lock}:{tenant.pk}"
     examined = proposed = 0
-    with redis_lock(name, ttl_seconds=1800) as acquired:
-        if not acquired:
+    with redis_lock(name, ttl_seconds=1800) as lease:
+        if lease is None:
             return None
         cursor = 0
         while True:
+            lease.ensure()  # a run that lost its lease stops before the next page
             result = run(cursor=cursor, tenant=tenant)
             examined += result.examined  # type: ignore[attr-defined]
             proposed += result.proposed  # type: ignore[attr-defined]

@@ -19,10 +19,11 @@ from memories.policies.models import (  # noqa: F401
     _default_ttls,
     _default_weights,
 )
+from memories.quarantine.models import QuarantinedText  # noqa: F401
 from memories.recall.models import RecallEffectOutbox  # noqa: F401
 from memories.review.models import (  # noqa: F401
     DeletionRequest,
     PromotionRequest,
     TenantPurge,
 )
-from memories.write.models import ExtractionCursor  # noqa: F401
+from memories.write.models import ExtractionCursor, VerificationRequest  # noqa: F401

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
+from memoryproject.quarantine import InjectionScreen, Reason
 from memoryproject.redaction import DEFAULT, Redactor
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "vocabulary.json"
@@ -24,6 +25,16 @@ ASCII_KINDS = frozenset({"error_name", "status_code", "entity_pattern", "figure"
 SYNONYM_KIND = "entity_synonym"
 DICTIONARY_KIND = "entity"
 REDACTION_KIND = "redaction"  # a tenant's own patterns of sensitive data, redacted on writes
+# Patterns of text that reads as an instruction to the model, quarantined on writes: kind ->
+# the reason a held text is given.
+INJECTION_KINDS = {
+    "injection_override": Reason.INSTRUCTION_OVERRIDE,
+    "injection_disclosure": Reason.PROMPT_DISCLOSURE,
+    "injection_role": Reason.ROLE_CHANGE,
+    "injection_marker": Reason.FAKE_MARKER,
+}
+# Kinds a tenant's entry of runs on every write: each is tried on hostile input when saved.
+GUARDED_KINDS = frozenset({REDACTION_KIND, *INJECTION_KINDS})
 
 
 def compile_pattern(kind: str, pattern: str) -> re.Pattern[str]:
@@ -147,3 +158,10 @@ def redactor_of(vocabulary: Vocabulary) -> Redactor:
     """The built-in redaction detectors plus the vocabulary's `redaction` patterns."""
     extra = vocabulary.patterns.get(REDACTION_KIND, ())
     return Redactor(extra) if extra else DEFAULT
+
+
+def screen_of(vocabulary: Vocabulary) -> InjectionScreen:
+    """The quarantine screen of the vocabulary's injection patterns."""
+    return InjectionScreen(
+        {reason: vocabulary.patterns.get(kind, ()) for kind, reason in INJECTION_KINDS.items()}
+    )

@@ -1,5 +1,5 @@
-"""The `/metrics` endpoint and the backlogs it reads at scrape time: outboxes, extraction lag
-and the task queue. Names and labels are listed in docs/metrics.md.
+"""The `/metrics` endpoint and the backlogs it reads at scrape time: outboxes, extraction lag,
+quarantined texts and the task queue. Names and labels are listed in docs/metrics.md.
 
 It reads the memory layers' tables, so it sits with the URLs above them; the counters the
 layers update live in `memoryproject.metrics`, below every layer.
@@ -73,6 +73,16 @@ def _extraction() -> dict[str, float]:
     return {"sessions": float(behind.count()), "events": float(totals["events"] or 0)}
 
 
+def _quarantine() -> list[tuple[str, str, float]]:
+    """Quarantined texts by write path and status (held, released, discarded)."""
+    from django.db.models import Count
+
+    from memories.quarantine.models import QuarantinedText
+
+    rows = QuarantinedText.objects.values("path", "status").annotate(n=Count("pk"))
+    return [(row["path"], row["status"], float(row["n"])) for row in rows]
+
+
 def _queue_length() -> float:
     import redis
 
@@ -115,7 +125,13 @@ class BacklogCollector(Collector):
         ltm = read("postgres", _ltm_outbox)
         history = read("postgres", _history_outbox) if ltm is not None else None
         extraction = read("postgres", _extraction) if ltm is not None else None
-        if ltm is not None and history is not None and extraction is not None:
+        quarantine = read("postgres", _quarantine) if extraction is not None else None
+        if (
+            ltm is not None
+            and history is not None
+            and extraction is not None
+            and quarantine is not None
+        ):
             up.add_metric(["postgres"], 1)
             rows = GaugeMetricFamily(
                 "memory_outbox_rows",
@@ -145,6 +161,15 @@ class BacklogCollector(Collector):
                     value=extraction["events"],
                 )
             )
+            held = GaugeMetricFamily(
+                "memory_quarantined_texts",
+                "Texts held because they read as an instruction to the model, by write path "
+                "and status (held, released, discarded).",
+                labels=["path", "status"],
+            )
+            for path, status, count in quarantine:
+                held.add_metric([path, status], count)
+            families.append(held)
         queue = read("broker", _queue_length)
         if queue is not None:
             up.add_metric(["broker"], 1)

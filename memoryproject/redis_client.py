@@ -1,7 +1,8 @@
 """The Redis connections of the service.
 
 Every client has connect and reply timeouts (REDIS_CONNECT_TIMEOUT_MS, REDIS_SOCKET_TIMEOUT_MS;
-recall's own reads RECALL_REDIS_TIMEOUT_MS), no retries, and fails fast: once a connection to
+recall's own reads RECALL_REDIS_TIMEOUT_MS), TCP keepalives, a health check of a connection idle
+longer than REDIS_HEALTH_CHECK_SECONDS, no retries, and fails fast: once a connection to
 a server failed or timed out, calls to that server from this process fail at once for
 REDIS_FAIL_FAST_MS. A request that meets a Redis outage so waits for one timeout at most, not
 for one per call (key cache, throttle, touch claim, recall's reads, the recall log).
@@ -32,19 +33,29 @@ def _server(connection: Any) -> tuple[str, int]:
     return (str(getattr(connection, "host", "")), int(getattr(connection, "port", 0) or 0))
 
 
+def server_failed_recently(host: str, port: int) -> bool:
+    """True while calls to this server (Redis, or the broker on it) are failed at once."""
+    until = _failed_until.get((host, port))
+    return until is not None and time.monotonic() < until
+
+
+def server_failed(host: str, port: int) -> None:
+    """A call to this server failed or timed out: fail the next ones at once for a while."""
+    hold = settings.REDIS_FAIL_FAST_SECONDS
+    if hold > 0:
+        with _failed_lock:
+            _failed_until[(host, port)] = time.monotonic() + hold
+
+
 def _check(connection: Any) -> None:
-    until = _failed_until.get(_server(connection))
-    if until is not None and time.monotonic() < until:
+    if server_failed_recently(*_server(connection)):
         raise RedisConnectionError(
             f"Redis {connection.host}:{connection.port} failed moments ago; not waiting on it"
         )
 
 
 def _failed(connection: Any) -> None:
-    hold = settings.REDIS_FAIL_FAST_SECONDS
-    if hold > 0:
-        with _failed_lock:
-            _failed_until[_server(connection)] = time.monotonic() + hold
+    server_failed(*_server(connection))
 
 
 def _recovered(connection: Any) -> None:
@@ -119,5 +130,7 @@ def recall_redis_connection() -> Any:
         str(settings.CACHES["default"]["LOCATION"]),
         socket_timeout=timeout,
         socket_connect_timeout=min(timeout, settings.REDIS_CONNECT_TIMEOUT_SECONDS),
+        health_check_interval=settings.REDIS_HEALTH_CHECK_SECONDS,
+        socket_keepalive=True,
     )
     return redis.Redis(connection_pool=pool)

@@ -119,6 +119,11 @@ def history_audit_position() -> str:
     return f"{_prefix()}:history:audit-position"
 
 
+def heartbeat(role: str) -> str:
+    """Set, with a TTL, while a Celery process of this role ("worker", "beat") is alive."""
+    return f"{_prefix()}:heartbeat:{role}"
+
+
 def lock(name: str) -> str:
     return f"{_prefix()}:lock:{name}"
 

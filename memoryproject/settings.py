@@ -75,6 +75,44 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"]["OPTIONS"].setdefault(
     "connect_timeout", env.integer("DATABASE_CONNECT_TIMEOUT", 3, minimum=2)
 )
+# A PostgreSQL that stops answering costs a call one timeout, not a hang (docs/architecture.md,
+# "When a store stops answering"): the server cancels a statement running longer than
+# DATABASE_STATEMENT_TIMEOUT_MS; the client gives up on any call (query, fetch, commit) after
+# DATABASE_READ_TIMEOUT_MS, which also covers a frozen server or a proxy that stopped
+# forwarding (both still acknowledge packets, so no TCP-level bound sees them); keepalives and
+# tcp_user_timeout drop a connection whose link or host died. 0 turns a bound off. Migrations
+# run without the statement and read timeouts.
+DATABASE_STATEMENT_TIMEOUT_MS = env.integer("DATABASE_STATEMENT_TIMEOUT_MS", 10000, minimum=0)
+DATABASE_READ_TIMEOUT_MS = env.integer(
+    "DATABASE_READ_TIMEOUT_MS",
+    DATABASE_STATEMENT_TIMEOUT_MS + 2000 if DATABASE_STATEMENT_TIMEOUT_MS else 12000,
+    minimum=0,
+)
+if DATABASE_READ_TIMEOUT_MS and DATABASE_READ_TIMEOUT_MS <= DATABASE_STATEMENT_TIMEOUT_MS:
+    raise ConfigError(
+        "DATABASE_READ_TIMEOUT_MS", "must exceed DATABASE_STATEMENT_TIMEOUT_MS (or be 0)"
+    )
+DATABASES["default"]["ENGINE"] = "memoryproject.postgres"
+_pg_options = DATABASES["default"]["OPTIONS"]
+_pg_options.setdefault("read_timeout", DATABASE_READ_TIMEOUT_MS / 1000)
+_pg_options.setdefault("keepalives", 1)
+_pg_options.setdefault("keepalives_idle", env.integer("DATABASE_KEEPALIVES_IDLE", 30, minimum=1))
+_pg_options.setdefault(
+    "keepalives_interval", env.integer("DATABASE_KEEPALIVES_INTERVAL", 10, minimum=1)
+)
+_pg_options.setdefault("keepalives_count", env.integer("DATABASE_KEEPALIVES_COUNT", 3, minimum=1))
+_pg_options.setdefault(
+    "tcp_user_timeout", env.integer("DATABASE_TCP_USER_TIMEOUT_MS", 10000, minimum=0)
+)
+if DATABASE_STATEMENT_TIMEOUT_MS:
+    _pg_options["options"] = " ".join(
+        part
+        for part in (
+            _pg_options.get("options", ""),
+            f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT_MS}",
+        )
+        if part
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.url("REDIS_URL", "redis://127.0.0.1:6379/0", schemes=("redis", "rediss"))
@@ -88,6 +126,11 @@ REDIS_KEY_PREFIX = env.string("REDIS_KEY_PREFIX", "mem")
 REDIS_CONNECT_TIMEOUT_SECONDS = env.integer("REDIS_CONNECT_TIMEOUT_MS", 250, minimum=1) / 1000
 REDIS_SOCKET_TIMEOUT_SECONDS = env.integer("REDIS_SOCKET_TIMEOUT_MS", 500, minimum=1) / 1000
 REDIS_FAIL_FAST_SECONDS = env.integer("REDIS_FAIL_FAST_MS", 1000, minimum=0) / 1000
+# A pooled connection idle longer than this is checked (PING) before it is used again (0: off).
+REDIS_HEALTH_CHECK_SECONDS = env.integer("REDIS_HEALTH_CHECK_SECONDS", 30, minimum=0)
+# Job locks (memoryproject.locks) are leases of this many seconds, renewed by their holder
+# while it works: a lock whose holder died is free again within one lease.
+LOCK_LEASE_SECONDS = env.integer("LOCK_LEASE_SECONDS", 15, minimum=3)
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",
@@ -97,6 +140,10 @@ CACHES = {
             "SOCKET_CONNECT_TIMEOUT": REDIS_CONNECT_TIMEOUT_SECONDS,
             "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT_SECONDS,
             "CONNECTION_POOL_CLASS": "memoryproject.redis_client.FailFastConnectionPool",
+            "CONNECTION_POOL_KWARGS": {
+                "health_check_interval": REDIS_HEALTH_CHECK_SECONDS,
+                "socket_keepalive": True,
+            },
         },
     }
 }
@@ -204,7 +251,30 @@ CELERY_TASK_ALWAYS_EAGER = env.boolean("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# Publishing a task waits at most CELERY_BROKER_SOCKET_TIMEOUT_MS for a broker that stopped
+# answering, with no publish retries (redis-py still reconnects once a connection was cut); after
+# a failure, publishes to that server fail at once for REDIS_FAIL_FAST_MS, as Redis calls do
+# (memoryproject.celery.BoundedTask). Every publisher of the service is best effort: the beat
+# jobs catch up what a failed publish left behind. The socket timeout must stay above kombu's
+# one-second BRPOP of a consuming worker.
+CELERY_BROKER_SOCKET_TIMEOUT_SECONDS = (
+    env.integer("CELERY_BROKER_SOCKET_TIMEOUT_MS", 2000, minimum=1500) / 1000
+)
+CELERY_BROKER_CONNECTION_TIMEOUT = max(1.0, REDIS_CONNECT_TIMEOUT_SECONDS)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": 3600,
+    "socket_timeout": CELERY_BROKER_SOCKET_TIMEOUT_SECONDS,
+    "socket_connect_timeout": CELERY_BROKER_CONNECTION_TIMEOUT,
+    "socket_keepalive": True,
+    "retry_on_timeout": False,
+    "health_check_interval": REDIS_HEALTH_CHECK_SECONDS or 25,
+}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 0,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}
 CELERY_TASK_DEFAULT_QUEUE = env.string("CELERY_QUEUE", "memory")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
@@ -237,6 +307,17 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
         "schedule": 300.0,
     },
 }
+
+# The worker and beat write a heartbeat to Redis this often; /readyz counts one missing for
+# HEARTBEAT_TTL_SECONDS as not running. With READYZ_REQUIRE_WORKERS on (the default unless DEBUG)
+# a missing worker or beat fails readiness; off, it is reported under `warnings` only (a
+# development server without a worker, or a load balancer that must keep serving appends and
+# recalls while the workers are down).
+HEARTBEAT_SECONDS = env.integer("HEARTBEAT_SECONDS", 10, minimum=1)
+HEARTBEAT_TTL_SECONDS = 3 * HEARTBEAT_SECONDS
+READYZ_REQUIRE_WORKERS = env.boolean("READYZ_REQUIRE_WORKERS", not DEBUG)
+# /readyz writes and deletes a small object in transcript storage at most this often.
+READYZ_STORAGE_PROBE_SECONDS = env.integer("READYZ_STORAGE_PROBE_SECONDS", 5, minimum=0)
 
 # --- API ---------------------------------------------------------------------------------------
 REST_FRAMEWORK = {

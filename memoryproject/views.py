@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
-from memoryproject.health import readiness
+from memoryproject.health import readiness, readiness_warnings
 
 
 @require_GET
@@ -16,10 +16,13 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
     checks = readiness()
-    failing = sorted(name for name, result in checks.items() if not result["ok"])
+    failing = sorted(
+        name for name, result in checks.items() if not result["ok"] and result.get("required", True)
+    )
     body = {
         "status": "ready" if not failing else "unavailable",
         "failing": failing,
+        "warnings": readiness_warnings(checks),
         "checks": checks,
     }
     return JsonResponse(body, status=200 if not failing else 503)

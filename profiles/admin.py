@@ -405,7 +405,7 @@ class ApiKeyForm(forms.ModelForm):
 
     class Meta:
         model = ApiKey
-        fields = ("tenant", "name", "scopes")
+        fields = ("tenant", "name", "scopes", "trusted_writer")
 
 
 @admin.register(ApiKey)
@@ -418,11 +418,12 @@ class ApiKeyAdmin(ScopedModelAdmin):
         "tenant",
         "prefix",
         "scopes",
+        "trusted_writer",
         "created_at",
         "last_used_at",
         "revoked_at",
     )
-    list_filter = (TENANT_FILTER, "revoked_at")
+    list_filter = (TENANT_FILTER, "trusted_writer", "revoked_at")
     search_fields = ("name", "prefix")
     list_select_related = ("tenant",)
     readonly_fields = ("prefix", "created_by", "created_at", "last_used_at", "revoked_at")
@@ -435,10 +436,10 @@ class ApiKeyAdmin(ScopedModelAdmin):
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
-            return ("tenant", "name", "scopes")
+            return ("tenant", "name", "scopes", "trusted_writer")
         if obj.revoked_at is not None:  # shown read-only (see has_change_permission)
-            return ("tenant", "name", "scopes", *self.readonly_fields)
-        return ("tenant", "name", "scopes", "revoke", *self.readonly_fields)
+            return ("tenant", "name", "scopes", "trusted_writer", *self.readonly_fields)
+        return ("tenant", "name", "scopes", "trusted_writer", "revoke", *self.readonly_fields)
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         active = obj is None or obj.revoked_at is None
@@ -456,6 +457,7 @@ class ApiKeyAdmin(ScopedModelAdmin):
                 name=obj.name,
                 scopes=form.cleaned_data["scopes"],
                 staff=request.user,
+                trusted_writer=form.cleaned_data["trusted_writer"],
             )
             if form.cleaned_data.get("revoke"):
                 api_key_revoke(api_key=obj, staff=request.user)
@@ -465,6 +467,7 @@ class ApiKeyAdmin(ScopedModelAdmin):
             name=obj.name,
             scopes=obj.scopes,
             created_by=request.user if request.user.is_authenticated else None,
+            trusted_writer=obj.trusted_writer,
         )
         for name in ("pk", "prefix", "key_hash", "scopes", "created_by_id", "created_at"):
             setattr(obj, name, getattr(created, name))

@@ -20,8 +20,8 @@ from memoryproject.fields import (
 from profiles.auth import request_tenant
 from profiles.domains import FACT_DOMAINS, PREFERENCE_DOMAINS, key_problem
 from profiles.models import UserProjectRole, slug_validator, validate_timezone
-from profiles.selectors import profile_document_for
-from profiles.services import ProfilePatch, profile_update
+from profiles.selectors import empty_profile_document, profile_document_for
+from profiles.services import ProfilePatch, profile_patch_apply
 
 MAX_PATCH_ITEMS = 100  # preferences, roles and facts together, in one PATCH
 MAX_SOURCE_IDS = 200
@@ -135,13 +135,21 @@ class UserProfileApi(APIView):
         document = profile_document_for(tenant=request_tenant(request), external_id=user_id)
         return Response(self.ProfileOutputSerializer(document).data)
 
-    @extend_schema(request=ProfilePatchInputSerializer, responses=ProfileOutputSerializer)
+    class ProfilePatchOutputSerializer(ProfileOutputSerializer):
+        quarantined = serializers.ListField(
+            child=serializers.DictField(child=serializers.CharField()),
+            help_text="values held for review because they read as an instruction to the "
+            "model: each with its quarantine id, reason code and field (e.g. "
+            "preferences.0.value); nothing of them was written",
+        )
+
+    @extend_schema(request=ProfilePatchInputSerializer, responses=ProfilePatchOutputSerializer)
     def patch(self, request: Request, user_id: str) -> Response:
         serializer = self.ProfilePatchInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         tenant = request_tenant(request)
-        profile_update(
+        result = profile_patch_apply(
             tenant=tenant,
             external_id=user_id,
             actor=Actor.api_key(request.auth),  # type: ignore[arg-type]
@@ -152,5 +160,9 @@ class UserProfileApi(APIView):
                 facts=data.get("facts", ()),
             ),
         )
-        document = profile_document_for(tenant=tenant, external_id=user_id)
-        return Response(self.ProfileOutputSerializer(document).data)
+        if result.end_user is None:  # all of it held: an unknown user stays unknown
+            document = empty_profile_document(external_id=user_id)
+        else:
+            document = profile_document_for(tenant=tenant, external_id=user_id)
+        body = {**document, "quarantined": result.quarantined}
+        return Response(self.ProfilePatchOutputSerializer(body).data)

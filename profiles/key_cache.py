@@ -105,6 +105,7 @@ def _document(api_key: ApiKey) -> bytes:
             "prefix": api_key.prefix,
             "key_hash": api_key.key_hash,
             "scopes": list(api_key.scopes),
+            "trusted_writer": api_key.trusted_writer,
             "last_used_at": api_key.last_used_at.isoformat() if api_key.last_used_at else None,
             "tenant": {"id": tenant.pk, "slug": tenant.slug, "name": tenant.name},
         }
@@ -127,6 +128,7 @@ def _from_document(document: dict[str, Any]) -> ApiKey:
         prefix=document["prefix"],
         key_hash=document["key_hash"],
         scopes=document["scopes"],
+        trusted_writer=bool(document.get("trusted_writer", False)),
         revoked_at=None,
         last_used_at=datetime.fromisoformat(last_used) if last_used else None,
     )

@@ -346,6 +346,11 @@ class ApiKey(models.Model):
     prefix = models.CharField(max_length=16, unique=True, editable=False)
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
     scopes = ArrayField(models.CharField(max_length=16, choices=Scope.choices), default=list)
+    trusted_writer = models.BooleanField(
+        default=False,
+        help_text="What this key proposes counts as the user's word: its constraints, "
+        "preferences and profile facts become rules without a reviewer.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

@@ -82,6 +82,24 @@ def current_facts_for_user(*, end_user: EndUser) -> QuerySet[StableFact]:
     )
 
 
+def empty_profile_document(*, external_id: str) -> dict[str, Any]:
+    """The document of an end user Layer 1 knows nothing about."""
+    return {
+        "user_id": external_id,
+        "profile": {
+            "language": "",
+            "answer_style": "",
+            "timezone": "",
+            "display_name": "",
+            "extras": {},
+            "updated_at": None,
+        },
+        "preferences": [],
+        "roles": [],
+        "facts": [],
+    }
+
+
 def profile_document_for(*, tenant: Tenant, external_id: str) -> dict[str, Any]:
     """Everything Layer 1 knows about one end user, as plain data."""
     end_user = end_user_for(tenant=tenant, external_id=external_id)

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from memories.audit.services import Action, Actor, audit_record
 from memoryproject.errors import Conflict, Invalid
+from memoryproject.quarantine import WritePath, held_view, hold, screen_for
 from memoryproject.redaction import Redactor, Report, redactor_for
 from profiles.models import (
     AgentSetting,
@@ -75,6 +76,7 @@ def api_key_create(
     name: str,
     scopes: Iterable[str],
     created_by: User | None = None,
+    trusted_writer: bool = False,
 ) -> tuple[ApiKey, str]:
     """Create a key and return it with its secret, which is shown once and never stored;
     a key a staff user creates (`created_by`) is an audit event."""
@@ -87,6 +89,7 @@ def api_key_create(
         prefix=prefix,
         key_hash=api_key_hash(secret),
         scopes=scope_list,
+        trusted_writer=trusted_writer,
         created_by=created_by,
     )
     if created_by is not None:  # keys made by commands and tests are not staff changes
@@ -106,6 +109,7 @@ def _key_state(api_key: ApiKey) -> dict[str, Any]:
         "name": api_key.name,
         "prefix": api_key.prefix,
         "scopes": list(api_key.scopes),
+        "trusted_writer": api_key.trusted_writer,
         "revoked": api_key.revoked_at is not None,
     }
 
@@ -174,9 +178,15 @@ def api_key_revoke(*, api_key: ApiKey, staff: Any = None) -> ApiKey:
 
 
 def api_key_update(
-    *, api_key: ApiKey, name: str, scopes: Iterable[str], staff: Any = None
+    *,
+    api_key: ApiKey,
+    name: str,
+    scopes: Iterable[str],
+    staff: Any = None,
+    trusted_writer: bool | None = None,
 ) -> ApiKey:
-    """Rename a key or change its scopes; fewer scopes hold from the next request on."""
+    """Rename a key, change its scopes or whether it is a trusted writer; each change holds
+    from the key's next request on."""
     scope_list = _valid_scopes(scopes)
     with transaction.atomic():
         locked = ApiKey.objects.select_for_update().get(pk=api_key.pk)
@@ -184,7 +194,9 @@ def api_key_update(
             raise Conflict("A revoked key cannot be changed.")
         before = _key_state(locked)
         api_key.name, api_key.scopes = name, scope_list
-        api_key.save(update_fields=["name", "scopes"])
+        if trusted_writer is not None:
+            api_key.trusted_writer = trusted_writer
+        api_key.save(update_fields=["name", "scopes", "trusted_writer"])
         api_key_cache_forget(key_hashes=[locked.key_hash])
         after = _key_state(api_key)
         if staff is not None and after != before:
@@ -472,6 +484,66 @@ def profile_update(
     EndUser.objects.filter(pk=end_user.pk).update(updated_at=timezone.now())
     _audit_profile_change(tenant, end_user, patch, actor, staff)
     return end_user
+
+
+@dataclass(frozen=True)
+class PatchResult:
+    """A profile patch applied: its end user (none when nothing of it was written) and the
+    values held for review because they read as an instruction to the model."""
+
+    end_user: EndUser | None
+    quarantined: list[dict[str, str]]
+
+
+@transaction.atomic
+def profile_patch_apply(
+    *, tenant: Tenant, external_id: str, patch: ProfilePatch, actor: Any = None
+) -> PatchResult:
+    """`profile_update` for a patch from outside: a free-text value (display name, answer
+    style, extras, a preference's or fact's value) that reads as an instruction to the model
+    is held for review and left out; the rest lands as one unit. A patch that is all held
+    writes nothing (not even the end user)."""
+    redacted = redacted_patch(patch, redactor=redactor_for(tenant))
+    screen = screen_for(tenant)
+    quarantined: list[dict[str, str]] = []
+
+    def held(name: str, value: Any, part: dict[str, Any]) -> bool:
+        finding = screen.value(value, path=name)
+        if finding is None:
+            return False
+        held_id = hold(
+            tenant=tenant,
+            path=WritePath.PROFILE,
+            finding=finding,
+            text=value if isinstance(value, str) else repr(value),
+            payload={"user_id": external_id, "patch": part},
+            source_kind="profile",
+            user_id=external_id,
+        )
+        quarantined.append(held_view(quarantine_id=held_id, finding=finding))
+        return True
+
+    profile = {
+        name: value
+        for name, value in redacted.profile.items()
+        if name not in REDACTED_PROFILE_FIELDS
+        or not held(f"profile.{name}", value, {"profile": {name: value}})
+    }
+    preferences = [
+        item
+        for index, item in enumerate(redacted.preferences)
+        if not held(f"preferences.{index}.value", item.get("value"), {"preferences": [item]})
+    ]
+    facts = [
+        item
+        for index, item in enumerate(redacted.facts)
+        if not held(f"facts.{index}.value", item.get("value"), {"facts": [item]})
+    ]
+    kept = ProfilePatch(profile=profile, preferences=preferences, roles=redacted.roles, facts=facts)
+    if quarantined and not any((kept.profile, kept.preferences, kept.roles, kept.facts)):
+        return PatchResult(end_user=None, quarantined=quarantined)
+    end_user = profile_update(tenant=tenant, external_id=external_id, patch=kept, actor=actor)
+    return PatchResult(end_user=end_user, quarantined=quarantined)
 
 
 def redacted_patch(patch: ProfilePatch, *, redactor: Redactor) -> ProfilePatch:

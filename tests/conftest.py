@@ -99,8 +99,12 @@ def other_tenant(db: None) -> Tenant:
 def client_for() -> Callable[..., APIClient]:
     """An API client authenticated with a new key of `tenant` holding `scopes`."""
 
-    def make(tenant: Tenant, scopes: tuple[str, ...] = ("read", "write")) -> APIClient:
-        _, secret = api_key_create(tenant=tenant, name="test", scopes=scopes)
+    def make(
+        tenant: Tenant, scopes: tuple[str, ...] = ("read", "write"), *, trusted_writer: bool = False
+    ) -> APIClient:
+        _, secret = api_key_create(
+            tenant=tenant, name="test", scopes=scopes, trusted_writer=trusted_writer
+        )
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
         client.api_secret = secret  # type: ignore[attr-defined]
@@ -113,6 +117,12 @@ def client_for() -> Callable[..., APIClient]:
 def owner(tenant: Tenant, client_for: Callable[..., APIClient]) -> APIClient:
     """The tenant's agent with read, write and admin scopes."""
     return client_for(tenant, ("read", "write", "admin"))
+
+
+@pytest.fixture
+def trusted_owner(tenant: Tenant, client_for: Callable[..., APIClient]) -> APIClient:
+    """The tenant's agent through a key the tenant marked a trusted writer."""
+    return client_for(tenant, ("read", "write", "admin"), trusted_writer=True)
 
 
 @pytest.fixture

@@ -11,6 +11,9 @@ os.environ["REDIS_KEY_PREFIX"] = f"test-{RUN_ID}"
 os.environ["ELASTICSEARCH_INDEX_PREFIX"] = f"test-{RUN_ID}"
 os.environ["MILVUS_COLLECTION_PREFIX"] = f"test_{RUN_ID}"
 os.environ["CELERY_QUEUE"] = f"test-{RUN_ID}"
+# No worker or beat runs beside the suite (the worker tests start their own): /readyz reports
+# them as warnings. tests/memoryproject/test_health.py checks both settings.
+os.environ.setdefault("READYZ_REQUIRE_WORKERS", "0")
 os.environ["TRANSCRIPT_STORAGE"] = os.path.join(
     tempfile.gettempdir(), f"memory-test-{RUN_ID}", "transcripts"
 )

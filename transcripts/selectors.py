@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +11,7 @@ from memoryproject.redaction import Redactor, Report
 from profiles.models import Tenant
 from transcripts.models import EventRef, Segment, Session
 from transcripts.segments import decode_segment, sha256_hex
-from transcripts.storage import segment_read
+from transcripts.storage import StoredObject, segment_read, stored_objects
 
 
 def session_for(*, tenant: Tenant, session_id: str) -> Session:
@@ -218,3 +218,33 @@ def message_ids_stored(*, tenant: Tenant, session_id: str, message_ids: list[str
             session__tenant=tenant, session__external_id=session_id, message_id__in=message_ids
         ).values_list("message_id", flat=True)
     )
+
+
+def orphan_objects(
+    *, tenant_id: int | None = None, session: Session | None = None
+) -> Iterator[StoredObject]:
+    """Objects in transcript storage that no Segment row names: left by an append that failed
+    after writing (a full disk leaves them empty), or by anything else writing there. All of
+    storage, one tenant's folder (`<tenant id>/`) or one session's (`<tenant id>/<session pk>/`).
+    """
+    if session is not None:
+        folder = f"{session.tenant_id}/{session.pk}"
+    else:
+        folder = "" if tenant_id is None else str(tenant_id)
+    batch: list[StoredObject] = []
+    for stored in stored_objects(folder=folder):
+        batch.append(stored)
+        if len(batch) >= ORPHAN_BATCH:
+            yield from _unnamed(batch)
+            batch = []
+    yield from _unnamed(batch)
+
+
+ORPHAN_BATCH = 500
+
+
+def _unnamed(batch: list[StoredObject]) -> list[StoredObject]:
+    named = set(
+        Segment.objects.filter(path__in=[o.name for o in batch]).values_list("path", flat=True)
+    )
+    return [o for o in batch if o.name not in named]

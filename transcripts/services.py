@@ -18,7 +18,7 @@ from transcripts.models import EventRef, Segment, Session
 from transcripts.segments import encode_segment, event_digest, sha256_hex
 from transcripts.selectors import session_owner_conflict
 from transcripts.signals import events_appended, events_appending
-from transcripts.storage import segment_delete, segment_write
+from transcripts.storage import segment_delete, segment_write, segments_delete
 
 
 class Role:
@@ -285,3 +285,13 @@ def session_erase(*, session: Session, request_id: str) -> dict[str, int]:
             erased_at=timezone.now(), task_id=""
         )
     return counts
+
+
+def orphan_objects_remove(*, names: Sequence[str]) -> list[str]:
+    """Delete stored objects that no Segment row names (checked again right before); returns
+    the names removed. Only for objects older than any append in flight (the caller's age
+    bound): an append writes its object before its row commits."""
+    named = set(Segment.objects.filter(path__in=list(names)).values_list("path", flat=True))
+    removed = [name for name in names if name not in named]
+    segments_delete(names=removed)
+    return removed

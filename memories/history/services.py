@@ -33,6 +33,7 @@ from memories.history.selectors import history_enabled
 from memories.history.vectors import history_vector_index
 from memories.ltm.embedder import embedder
 from memories.ltm.text import bm25_text
+from memories.quarantine.services import events_held
 from memoryproject.errors import StoreUnavailable
 from memoryproject.redaction import Redactor, redactor_for
 from profiles.models import Tenant
@@ -42,6 +43,11 @@ from transcripts.selectors import events_after
 logger = logging.getLogger(__name__)
 
 INDEXED_ROLES = frozenset({"user", "assistant", "tool"})
+# An outbox row whose range names a segment object that is gone carries this error; after
+# PARK_ATTEMPTS drains that could not read it, no drain takes it again (it is parked).
+MISSING_SEGMENT = "segment missing: "
+PARK_ATTEMPTS = 3
+_PARKED = Q(last_error__startswith=MISSING_SEGMENT, attempts__gte=PARK_ATTEMPTS)
 CONTEXT_TURN_CHARS = 300
 _SPACES = re.compile(r"\s+")
 
@@ -111,13 +117,18 @@ def session_documents(
     redactor: Redactor,
     context_turns: int | None = None,
 ) -> list[HistoryDocument]:
-    """The entries of the events with seq >= first_seq; earlier events serve as context only."""
+    """The entries of the events with seq >= first_seq; earlier events serve as context only.
+
+    An event that reads as an instruction to the model is held for review
+    (`memories.quarantine`): it becomes no entry and no other entry's context.
+    """
     turns = settings.HISTORY_CONTEXT_TURNS if context_turns is None else context_turns
     previous: deque[str] = deque(maxlen=max(turns, 1))
     user_id = session.end_user.external_id if session.end_user else ""
     documents = []
+    held = events_held(session=session, events=[e for e in events if indexable(e)])
     for event in events:
-        if not indexable(event):
+        if not indexable(event) or int(event["seq"]) in held:
             continue
         text = redactor.text(entry_text(event)).text
         if int(event["seq"]) >= first_seq:
@@ -281,6 +292,7 @@ def history_outbox_drain(*, limit_events: int | None = None) -> DrainResult:
     with transaction.atomic():
         candidates = list(
             HistoryOutbox.objects.select_for_update(skip_locked=True, of=("self",))
+            .exclude(_PARKED)
             .select_related("session__tenant", "session__end_user")
             .order_by("pk")[:200]
         )
@@ -299,23 +311,42 @@ def history_outbox_drain(*, limit_events: int | None = None) -> DrainResult:
             ranges[row.session_id] = (session, min(low, row.first_seq), max(high, row.last_seq))
         enabled: dict[int, bool] = {}
         documents: list[HistoryDocument] = []
+        missing: dict[int, str] = {}  # session pk -> the segment its range could not read
         error = ""
         try:
-            for session, low, high in ranges.values():
+            for session_pk, (session, low, high) in ranges.items():
                 if session.erased_at is not None or session.end_user is None:
                     continue
                 if session.tenant_id not in enabled:
                     enabled[session.tenant_id] = history_enabled(tenant_id=session.tenant_id)
                 if not enabled[session.tenant_id]:
                     continue
-                documents += documents_for_range(session=session, first_seq=low, last_seq=high)
+                try:
+                    documents += documents_for_range(session=session, first_seq=low, last_seq=high)
+                except FileNotFoundError as exc:
+                    # A segment object is gone: no retry brings it back, and the other
+                    # sessions' rows must not wait behind it (verify_transcripts names it).
+                    missing[session_pk] = str(exc.filename or exc)
             index_documents(documents)
         except StoreUnavailable as exc:
             error = str(exc)[:1000]
         else:
             for session_pk, (_, _, high) in ranges.items():
-                _advance_cursor(session_pk, high)
-            HistoryOutbox.objects.filter(pk__in=[r.pk for r in rows]).delete()
+                if session_pk not in missing:
+                    _advance_cursor(session_pk, high)
+            for session_pk, name in missing.items():
+                logger.error(
+                    "history: session %s lacks segment %s (parked after %d attempts)",
+                    session_pk,
+                    name,
+                    PARK_ATTEMPTS,
+                )
+                HistoryOutbox.objects.filter(
+                    pk__in=[r.pk for r in rows if r.session_id == session_pk]
+                ).update(attempts=F("attempts") + 1, last_error=f"{MISSING_SEGMENT}{name}"[:1000])
+            HistoryOutbox.objects.filter(
+                pk__in=[r.pk for r in rows if r.session_id not in missing]
+            ).delete()
     if error:
         HistoryOutbox.objects.filter(pk__in=[r.pk for r in rows]).update(
             attempts=F("attempts") + 1, last_error=error
@@ -329,12 +360,11 @@ def history_outbox_drain(*, limit_events: int | None = None) -> DrainResult:
     )
 
 
-def history_catch_up(*, quiet_seconds: int = 60, limit: int = 500) -> int:
-    """Queue the unindexed events above the cursor of sessions without a pending row (history
-    switched on again, or rows dropped); returns how many sessions were queued. Gaps below a
-    cursor are found by `history_audit`."""
+def _unqueued(*, quiet_seconds: int) -> Any:
+    """Sessions with events above their history cursor and no outbox row to index them, quiet
+    for `quiet_seconds` (a lost append signal, history switched on again, rows dropped)."""
     quiet_since = timezone.now() - timedelta(seconds=quiet_seconds)
-    lagging = (
+    return (
         Session.objects.filter(
             last_event_at__lte=quiet_since,
             erased_at__isnull=True,
@@ -346,8 +376,16 @@ def history_catch_up(*, quiet_seconds: int = 60, limit: int = 500) -> int:
             | Q(event_count__gt=F("history_cursor__indexed_seq"))
         )
         .exclude(tenant__recall_policy__history_enabled=False)
-        .values_list("pk", "event_count", "history_cursor__indexed_seq")[:limit]
     )
+
+
+def history_catch_up(*, quiet_seconds: int = 60, limit: int = 500) -> int:
+    """Queue the unindexed events above the cursor of sessions without a pending row (history
+    switched on again, or rows dropped); returns how many sessions were queued. Gaps below a
+    cursor are found by `history_audit`."""
+    lagging = _unqueued(quiet_seconds=quiet_seconds).values_list(
+        "pk", "event_count", "history_cursor__indexed_seq"
+    )[:limit]
     rows = [
         HistoryOutbox(session_id=pk, first_seq=(indexed or 0) + 1, last_seq=count)
         for pk, count, indexed in lagging
@@ -429,7 +467,12 @@ def history_audit(*, sessions: int | None = None) -> int:
             enabled[session.tenant_id] = history_enabled(tenant_id=session.tenant_id)
         if not enabled[session.tenant_id]:
             continue
-        for low, high in session_gaps(session=session):
+        try:
+            gaps = session_gaps(session=session)
+        except FileNotFoundError as exc:  # a lost segment: verify_transcripts reports it
+            logger.error("history audit: session %s lacks segment %s", session.pk, exc.filename)
+            continue
+        for low, high in gaps:
             logger.warning("history of session %s lacks events %d-%d", session.pk, low, high)
             rows.append(HistoryOutbox(session=session, first_seq=low, last_seq=high))
     HistoryOutbox.objects.bulk_create(rows)
@@ -437,9 +480,15 @@ def history_audit(*, sessions: int | None = None) -> int:
 
 
 # --- lag ---------------------------------------------------------------------------------
+UNQUEUED_COUNT_LIMIT = 1000
+
+
 def history_lag() -> dict[str, Any]:
-    """How far indexing is behind: pending rows and events, the oldest row's age, the bound."""
-    pending = HistoryOutbox.objects.aggregate(
+    """How far indexing is behind: pending rows and events, the oldest row's age, the bound,
+    and sessions with unindexed events that no outbox row covers (counted up to 1000; the
+    catch-up job queues them); rows parked for a missing segment apart."""
+    parked = HistoryOutbox.objects.filter(_PARKED).count()
+    pending = HistoryOutbox.objects.exclude(_PARKED).aggregate(
         rows=Count("pk"),
         events=Sum(F("last_seq") - F("first_seq") + 1),
         oldest=Min("created_at"),
@@ -452,9 +501,12 @@ def history_lag() -> dict[str, Any]:
         "pending_rows": int(pending["rows"] or 0),
         "pending_events": int(pending["events"] or 0),
         "failing_rows": int(pending["failing"] or 0),
+        # Rows whose segment object is gone: no drain indexes them (verify_transcripts).
+        "parked_rows": parked,
         "lag_seconds": age,
         "bound_seconds": bound,
         "within_bound": age <= bound,
+        "unqueued_sessions": _unqueued(quiet_seconds=60)[:UNQUEUED_COUNT_LIMIT].count(),
     }
 
 
@@ -565,8 +617,10 @@ def _expected_ids(tenant: Tenant | None) -> Iterator[tuple[str, Session]]:
         cursor = getattr(session, "history_cursor", None)
         if not enabled[session.tenant_id] or cursor is None or not cursor.indexed_seq:
             continue
-        for event in _read_events(session, after=0, last_seq=cursor.indexed_seq):
-            if indexable(event):
+        events = _read_events(session, after=0, last_seq=cursor.indexed_seq)
+        held = events_held(session=session, events=[e for e in events if indexable(e)])
+        for event in events:
+            if indexable(event) and int(event["seq"]) not in held:
                 yield entry_id_for(session_pk=session.pk, seq=int(event["seq"])), session
 
 

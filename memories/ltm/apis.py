@@ -15,7 +15,7 @@ from memories.audit.services import Actor
 from memories.ltm.models import LtmCard
 from memories.ltm.selectors import MODES, ltm_search
 from memories.ltm.serializers import CardImportOutputSerializer, LtmSearchOutputSerializer
-from memories.ltm.services import CardInput, cards_import
+from memories.ltm.services import CardInput, cards_import_screened
 from memoryproject.errors import PayloadTooLarge
 from memoryproject.fields import (
     StrictCharField,
@@ -72,7 +72,11 @@ class CardInputSerializer(StrictSerializer):
 
 class CardImportApi(APIView):
     """Bulk import of knowledge cards (all or nothing); a known `id` updates its card; more
-    than `LTM_IMPORT_MAX_CARDS` cards is a 413."""
+    than `LTM_IMPORT_MAX_CARDS` cards is a 413.
+
+    A card whose text reads as an instruction to the model is held for review (outcome
+    `quarantined`, with its quarantine id and reason) and nothing of it is written.
+    """
 
     required_scopes = {"POST": "admin"}
 
@@ -115,15 +119,20 @@ class CardImportApi(APIView):
             )
             for c in serializer.validated_data["cards"]
         ]
-        results = cards_import(
+        results = cards_import_screened(
             tenant=request_tenant(request),
             cards=cards,
             actor=Actor.api_key(request.auth),  # type: ignore[arg-type]
         )
         body = {
             "cards": [
-                {"memory_id": card.memory_id, "version": card.version, "outcome": outcome}
-                for card, outcome in results
+                {
+                    "memory_id": result.card.memory_id if result.card else None,
+                    "version": result.card.version if result.card else None,
+                    "outcome": result.outcome,
+                    "quarantine": result.quarantine,
+                }
+                for result in results
             ]
         }
         return Response(CardImportOutputSerializer(body).data, status=status.HTTP_201_CREATED)

@@ -68,6 +68,7 @@ def ltm_forget(
                 return total.result(more=False)
             for due in tenants:
                 while True:
+                    acquired.ensure()  # a run that lost its lease stops before the next batch
                     finished = _forget_batch(
                         tenant=due,
                         now=now,

@@ -63,10 +63,21 @@ class CardOutputSerializer(OutputSerializer):
     occurred_at = serializers.DateTimeField(allow_null=True)
 
 
+class CardHeldOutputSerializer(OutputSerializer):
+    """A card held for review because it reads as an instruction to the model."""
+
+    id = serializers.CharField(help_text="the quarantine id a reviewer finds it by")
+    reason = serializers.CharField(
+        help_text="instruction_override, prompt_disclosure, role_change or fake_marker"
+    )
+    field = serializers.CharField(help_text="where in the card it was found")
+
+
 class CardImportedOutputSerializer(OutputSerializer):
-    memory_id = serializers.CharField()
-    version = serializers.IntegerField()
-    outcome = serializers.CharField()
+    memory_id = serializers.CharField(allow_null=True, help_text="none when quarantined")
+    version = serializers.IntegerField(allow_null=True)
+    outcome = serializers.CharField(help_text="created, updated, unchanged or quarantined")
+    quarantine = CardHeldOutputSerializer(allow_null=True)
 
 
 class CardImportOutputSerializer(OutputSerializer):

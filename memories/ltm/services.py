@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +28,7 @@ from memories.ltm.search import card_search_index
 from memories.ltm.text import bm25_text
 from memories.ltm.vectors import vector_index
 from memoryproject.errors import Invalid, NotFound, StoreUnavailable
+from memoryproject.quarantine import WritePath, held_view, hold, screen_for
 from memoryproject.redaction import (
     NAMES_CONTEXT,
     Redactor,
@@ -168,6 +169,61 @@ def cards_import(
     _audit_cards(tenant, changed, actor or Actor.job("import"))
     if changed:
         transaction.on_commit(outbox_drain_enqueue)
+    return results
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What became of one imported card: written (with its outcome) or held for review."""
+
+    outcome: str  # created | updated | unchanged | quarantined
+    card: LtmCard | None = None
+    quarantine: dict[str, str] | None = None
+
+
+@transaction.atomic
+def cards_import_screened(
+    *, tenant: Tenant, cards: Sequence[CardInput], actor: Actor | None = None
+) -> list[ImportResult]:
+    """`cards_import` for cards from outside: a card whose text reads as an instruction to the
+    model is held for review (`quarantined`, nothing of it written), the others import."""
+    redacted = redacted_cards(cards, redactor=redactor_for(tenant), path="cards")
+    screen = screen_for(tenant)
+    held: dict[int, dict[str, str]] = {}
+    for index, card in enumerate(redacted):
+        finding = screen.fields(
+            (
+                (f"cards.{index}.title", card.title),
+                (f"cards.{index}.summary", card.summary),
+                (f"cards.{index}.content", card.content),
+                (f"cards.{index}.entities", list(card.entities)),
+                (f"cards.{index}.tags", list(card.tags)),
+            )
+        )
+        if finding is None:
+            continue
+        payload = asdict(card)
+        if card.occurred_at is not None:
+            payload["occurred_at"] = card.occurred_at.isoformat()
+        held_id = hold(
+            tenant=tenant,
+            path=WritePath.IMPORT,
+            finding=finding,
+            text="\n".join(part for part in (card.title, card.summary, card.content) if part),
+            payload={"card": payload},
+            source_kind="import",
+            user_id=card.user_id,
+        )
+        held[index] = held_view(quarantine_id=held_id, finding=finding)
+    passed = [card for index, card in enumerate(redacted) if index not in held]
+    written = iter(cards_import(tenant=tenant, cards=passed, actor=actor) if passed else [])
+    results = []
+    for index in range(len(redacted)):
+        if index in held:
+            results.append(ImportResult("quarantined", quarantine=held[index]))
+        else:
+            written_card, outcome = next(written)
+            results.append(ImportResult(outcome, card=written_card))
     return results
 
 

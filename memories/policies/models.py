@@ -142,6 +142,7 @@ class VocabularyEntry(models.Model):
     def clean(self) -> None:
         from memories.vocabulary import (
             DICTIONARY_KIND,
+            GUARDED_KINDS,
             REDACTION_KIND,
             compile_pattern,
             vocabulary_kinds,
@@ -150,11 +151,12 @@ class VocabularyEntry(models.Model):
 
         if self.kind not in vocabulary_kinds():
             raise ValidationError({"kind": f"Use one of {', '.join(vocabulary_kinds())}."})
-        if self.kind == REDACTION_KIND:
+        if self.kind in GUARDED_KINDS:
             # It runs on every write of the tenant: a slow pattern would stall them all.
             problem = pattern_problem(self.value)
             if problem:
-                raise ValidationError({"value": f"Refused as a redaction pattern: {problem}"})
+                what = "a redaction" if self.kind == REDACTION_KIND else "an injection"
+                raise ValidationError({"value": f"Refused as {what} pattern: {problem}"})
         elif self.kind != DICTIONARY_KIND:
             try:
                 compile_pattern(self.kind, self.value)

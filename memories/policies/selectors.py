@@ -1,11 +1,19 @@
-"""Reads of a tenant's vocabulary entries: its word lists and its redaction patterns."""
+"""Reads of a tenant's vocabulary entries: its word lists, its redaction patterns and its
+quarantine screen."""
 
 from __future__ import annotations
 
 import re
 
 from memories.policies.models import VocabularyEntry
-from memories.vocabulary import REDACTION_KIND, Vocabulary, compile_pattern, default_vocabulary
+from memories.vocabulary import (
+    REDACTION_KIND,
+    Vocabulary,
+    compile_pattern,
+    default_vocabulary,
+    screen_of,
+)
+from memoryproject.quarantine import InjectionScreen
 from profiles.models import Tenant
 
 
@@ -20,3 +28,16 @@ def redaction_patterns(tenant: Tenant) -> tuple[re.Pattern[str], ...]:
     entries = VocabularyEntry.objects.filter(tenant=tenant, kind=REDACTION_KIND)
     values = entries.values_list("value", flat=True)
     return tuple(compile_pattern(REDACTION_KIND, value) for value in values)
+
+
+def injection_screen(tenant: Tenant | int) -> InjectionScreen:
+    """The tenant's quarantine screen: the default injection patterns and its own (registered
+    with `memoryproject.quarantine`)."""
+    tenant_id = tenant if isinstance(tenant, int) else tenant.pk
+    entries = list(
+        VocabularyEntry.objects.filter(
+            tenant_id=tenant_id, kind__startswith="injection_"
+        ).values_list("kind", "value")
+    )
+    vocabulary = default_vocabulary().extended(entries) if entries else default_vocabulary()
+    return screen_of(vocabulary)

@@ -39,6 +39,8 @@ def item_view(candidate: MemoryCandidate, shortened: bool) -> dict[str, Any]:
         "relevance": round(candidate.relevance, 4),
         "canonical_fact_key": candidate.canonical_fact_key,
         "provenance": candidate.provenance,
+        "source_kind": candidate.source_kind,
+        "trust": candidate.trust,
     }
 
 
@@ -86,6 +88,12 @@ class RecallApi(APIView):
             max_length=len(LAYERS),
         )
         explain = StrictBooleanField(required=False, default=False)
+        user_stated_only = StrictBooleanField(
+            required=False,
+            default=False,
+            help_text="only the user's word: leave out what an assistant, a tool, an agent's "
+            "proposal, a model or an import said",
+        )
 
         def validate_layers(self, value: list[str]) -> list[str]:
             if len(set(value)) != len(value):
@@ -110,6 +118,7 @@ class RecallApi(APIView):
                 k=data.get("k"),
                 layers=tuple(data["layers"]),
                 explain=data["explain"],
+                user_stated_only=data["user_stated_only"],
             ),
         )
         response = Response(RecallOutputSerializer(recall_view(result)).data)

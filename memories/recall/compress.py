@@ -33,6 +33,11 @@ LABELS = {
         "project": "项目",
         "workspace": "工作区",
         "task": "当前任务",
+        "said_assistant": "助手说",
+        "said_tool": "工具返回",
+        "said_proposal": "智能体提议",
+        "said_llm": "模型提取",
+        "said_import": "导入",
     },
     "en": {
         "profile": "User / environment profile:",
@@ -51,6 +56,11 @@ LABELS = {
         "project": "Project",
         "workspace": "Workspace",
         "task": "Current task",
+        "said_assistant": "assistant said",
+        "said_tool": "tool reported",
+        "said_proposal": "agent proposed",
+        "said_llm": "model extracted",
+        "said_import": "imported",
     },
 }
 
@@ -98,7 +108,7 @@ def fit_and_render(
 
     # Every token lies within one line, so a text's estimate is the sum of its lines': cost
     # each line once instead of re-counting the whole text after every change.
-    full_cost = {c.memory_id: estimate_tokens(f"- {_line(c, c.text)}") for c in items}
+    full_cost = {c.memory_id: estimate_tokens(f"- {_line(c, c.text, labels)}") for c in items}
     short_cost: dict[str, int] = {}  # filled as items are shortened
     block_cost = [estimate_tokens(line) for line, _ in block_lines]
     header_cost = {
@@ -126,7 +136,7 @@ def fit_and_render(
         if candidate.summary != candidate.text:
             short.add(candidate.memory_id)
             short_cost[candidate.memory_id] = estimate_tokens(
-                f"- {_line(candidate, candidate.summary)}"
+                f"- {_line(candidate, candidate.summary, labels)}"
             )
     while items and total() > budget_tokens:
         dropped.append(items.pop().memory_id)
@@ -192,21 +202,31 @@ def _render(
     stm = [c for c in items if c.source == "redis"]
     if stm:
         head = [f"- {labels['task']}: {task_id}"] if task_id else []
-        body = [f"- {_item_text(c, short)}" for c in stm]
+        body = [f"- {_item_text(c, short, labels)}" for c in stm]
         sections.append("\n".join([labels["stm"], *head, *body]))
     for source in ("ltm", "history"):
-        lines = [f"- {_item_text(c, short)}" for c in items if c.source == source]
+        lines = [f"- {_item_text(c, short, labels)}" for c in items if c.source == source]
         if lines:
             sections.append("\n".join([labels[source], *lines]))
     return "\n\n".join(sections)
 
 
-def _item_text(candidate: MemoryCandidate, short: set[str]) -> str:
-    return _line(candidate, candidate.summary if candidate.memory_id in short else candidate.text)
+def _item_text(candidate: MemoryCandidate, short: set[str], labels: dict[str, str]) -> str:
+    text = candidate.summary if candidate.memory_id in short else candidate.text
+    return _line(candidate, text, labels)
 
 
-def _line(candidate: MemoryCandidate, text: str) -> str:
-    """One memory on one line; long-term memories and history lead with their event date."""
+def _line(candidate: MemoryCandidate, text: str, labels: dict[str, str]) -> str:
+    """One memory on one line; long-term memories and history lead with their event date.
+
+    What is not the user's word (an assistant's, a tool's, an agent's, a model's, an import)
+    is evidence: quoted and attributed, so it never reads as an instruction."""
+    if not candidate.is_trusted:
+        who = labels.get(f"said_{candidate.source_kind}", labels["said_assistant"])
+        when = candidate.occurred_at or candidate.updated_at
+        day = f", {datetime.fromtimestamp(when, tz=UTC).date().isoformat()}" if when else ""
+        quoted = _one_line(text).replace('"', "'")
+        return f'({who}{day}) "{quoted}"'
     if candidate.source != "redis" and candidate.occurred_at:
         day = datetime.fromtimestamp(candidate.occurred_at, tz=UTC).date().isoformat()
         return f"[{day}] {_one_line(text)}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from memories.history.selectors import HistoryHit
 from memories.recall.branches import FusedHit
 from memories.recall.pool import MemoryCandidate, content_fingerprint
+from memories.stm.items import Trust
 
 HISTORY_TEXT_CHARS = 400  # an entry's text in the injection before any shortening
 
@@ -43,6 +44,9 @@ def history_candidate(fused: FusedHit) -> MemoryCandidate:
             "occurred_at": hit.occurred_at.isoformat(),
             "branch_ranks": fused.ranks,
         },
+        # What the user said is theirs; an assistant's turn or a tool's digest is data.
+        source_kind=hit.role if hit.role in ("user", "tool") else "assistant",
+        trust=Trust.TRUSTED if hit.role == "user" else Trust.UNTRUSTED,
     )
 
 

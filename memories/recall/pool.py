@@ -14,13 +14,14 @@ from typing import Any
 
 from memories.facts import normalise_fact
 from memories.ltm.selectors import LtmHit
-from memories.stm.items import StmItem
+from memories.stm.items import StmItem, Trust
 from profiles.domains import AUTHORITATIVE_DOMAINS
 
 SOURCE_PRIORITY = {"redis": 100, "ltm": 50, "history": 10}
 REDIS_DOMAINS = ("task_state", "session_state", "current_decision")
 NEAR_DUPLICATE_SIMILARITY = 0.9
 HISTORY_CONTAINMENT = 0.8  # share of a memory's trigrams a history text holds to say the same
+MIN_ECHO_CHARS = 12  # a memory this short ("ok", a name) is no quotation of it
 CARD_TEXT_CHARS = 600  # a card's text in the injection before any shortening
 CLOSE_IN_MEANING = 0.75  # the word overlap a short-term item close in meaning counts as
 
@@ -34,6 +35,8 @@ _STM_TYPE_DOMAINS = {
     "preference": "session_state",
 }
 _CARD_TYPE_DOMAINS = {"episodic_case": "similar_case", "preference": "preference"}
+# A promoted or reflected card is what a reviewer approved; an imported one is outside data.
+_CARD_SOURCE_KINDS = {"promoted_from_stm": "reviewer", "reflection": "reviewer", "import": "import"}
 _WORD = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]")
 
 
@@ -72,6 +75,12 @@ class MemoryCandidate:
     relevance: float = 0.0
     score: float = 0.0
     parts: dict[str, float] = field(default_factory=dict)
+    source_kind: str = ""  # whose word: user, assistant, tool, proposal, llm, reviewer, import
+    trust: str = Trust.UNTRUSTED
+
+    @property
+    def is_trusted(self) -> bool:
+        return self.trust == Trust.TRUSTED
 
     @property
     def source_priority(self) -> int:
@@ -165,6 +174,8 @@ def stm_candidate(
             "task_id": item.task_id,
             "sessions": item.sessions,
         },
+        source_kind=item.source_kind,
+        trust=item.trust,
     )
 
 
@@ -201,15 +212,26 @@ def ltm_candidate(hit: LtmHit) -> MemoryCandidate:
             "vector_rank": hit.vector_rank,
         },
         derived_from=[r.split(":", 1)[1] for r in refs if r.startswith("stm_item_ids:")],
+        source_kind=_CARD_SOURCE_KINDS.get(str(card.get("source_type") or ""), "import"),
+        trust=Trust.TRUSTED
+        if _CARD_SOURCE_KINDS.get(str(card.get("source_type") or "")) == "reviewer"
+        else Trust.UNTRUSTED,
     )
 
 
 def deduplicate(
     candidates: Iterable[MemoryCandidate],
+    known: Sequence[tuple[str, str]] = (),
 ) -> tuple[list[MemoryCandidate], list[Dropped]]:
     """Keep one candidate per fact: by canonical key, then fingerprint, then near-identical
     text (and a card derived from a short-term item present); the higher source priority wins,
-    then the higher relevance."""
+    then the higher relevance.
+
+    A history hit that says what a kept memory says gives way to it, and the memory cites the
+    event (`provenance.also_said_in`). An assistant's or a tool's turn that repeats a memory of
+    the user's (`known`: memory id and text of the live items, chosen or not, such as a standing
+    rule) is an **echo** of it, the agent quoting its injected memory, not a second source: it
+    is dropped as well."""
     ordered = sorted(candidates, key=lambda c: (-c.source_priority, -c.raw_relevance))
     kept: list[MemoryCandidate] = []
     dropped: list[Dropped] = []
@@ -225,8 +247,15 @@ def deduplicate(
             if candidate.source == "history"
             else (None, "")
         )
+        if twin is None and candidate.source == "history" and _spoken_by_agent(candidate):
+            echoed = _echo_of(normal, known)
+            if echoed:
+                dropped.append(Dropped(candidate.memory_id, candidate.source, f"echo of {echoed}"))
+                continue
         if twin is not None:
-            pass  # a history hit saying what a short-term item or a card says
+            # a history hit saying what a short-term item or a card says: the memory cites it
+            cited = twin.provenance.setdefault("also_said_in", [])
+            cited.extend(e for e in candidate.provenance.get("event_ids", []) if e not in cited)
         elif candidate.canonical_fact_key and candidate.canonical_fact_key in by_key:
             twin, why = by_key[candidate.canonical_fact_key], "canonical_fact_key"
         elif candidate.fingerprint in by_fingerprint:
@@ -254,6 +283,26 @@ def deduplicate(
             by_key[candidate.canonical_fact_key] = candidate
         seen_texts.append((normal, candidate))
     return kept, dropped
+
+
+def _spoken_by_agent(candidate: MemoryCandidate) -> bool:
+    return str(candidate.provenance.get("role", "")) in ("assistant", "tool")
+
+
+def _echo_of(normal: str, known: Sequence[tuple[str, str]]) -> str:
+    """The id of a known memory whose words the text holds (or most of its trigrams)."""
+    mine: frozenset[str] | None = None
+    for memory_id, text in known:
+        theirs = normalise_fact(text)
+        if len(theirs) < MIN_ECHO_CHARS:
+            continue
+        if theirs in normal:
+            return memory_id
+        mine = mine if mine is not None else _shingles(normal)
+        their_shingles = _shingles(theirs)
+        if len(mine & their_shingles) >= HISTORY_CONTAINMENT * len(their_shingles):
+            return memory_id
+    return ""
 
 
 def _event_ids(candidate: MemoryCandidate) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from memories.stm.items import Trust
 from memoryproject.fields import JsonObjectField, OutputSerializer
 
 
@@ -24,6 +25,14 @@ class RecallItemOutputSerializer(OutputSerializer):
     relevance = serializers.FloatField()
     canonical_fact_key = serializers.CharField()
     provenance = JsonObjectField()
+    source_kind = serializers.CharField(
+        help_text="whose word: user, assistant, tool, proposal (an agent's), llm, reviewer "
+        "(approved or promoted by one) or import"
+    )
+    trust = serializers.ChoiceField(
+        choices=Trust.ALL,
+        help_text="untrusted memories are evidence, injected as quoted, attributed data",
+    )
 
 
 class RecallOutputSerializer(OutputSerializer):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -89,6 +90,7 @@ class RecallRequest:
     k: int | None = None
     layers: tuple[str, ...] = ()
     explain: bool = False
+    user_stated_only: bool = False  # only what is the user's word (trusted sources)
 
 
 @dataclass
@@ -171,9 +173,15 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     )
     history_candidates += _task_record(tenant, request, layer1, routed, stm_candidates, trace)
     # 4. One pool: de-duplicate, apply domain authority, re-score, keep the top k.
-    chosen = _pool(
-        [*stm_candidates, *ltm_candidates, *history_candidates], blocks, policy, k, trace
-    )
+    pooled = [*stm_candidates, *ltm_candidates, *history_candidates]
+    if request.user_stated_only:
+        pooled = _user_stated(pooled, trace)
+    # The user's live items, chosen or not: an agent's turn quoting one is an echo of it.
+    known = [
+        (item.id, item.summary)
+        for item in [*routed.probe.items.values(), *routed.probe.user_items.values()]
+    ]
+    chosen = _pool(pooled, blocks, policy, k, trace, known)
     # The user's live constraints and preferences reach the blocks, whatever the session.
     blocks.constraints["standing"] = standing_rules(
         [*routed.probe.items.values(), *routed.probe.user_items.values()],
@@ -485,15 +493,25 @@ def _memory_candidates(
     return ltm_candidates, history_candidates
 
 
+def _user_stated(candidates: list[MemoryCandidate], trace: _Trace) -> list[MemoryCandidate]:
+    """Only the user's word: what an assistant, a tool, an agent or an import said is left out."""
+    for candidate in candidates:
+        if not candidate.is_trusted:
+            why = f"not stated by the user ({candidate.source_kind or 'unknown'})"
+            trace.dropped.append(Dropped(candidate.memory_id, candidate.source, why))
+    return [c for c in candidates if c.is_trusted]
+
+
 def _pool(
     candidates: list[MemoryCandidate],
     blocks: ContextBlocks,
     policy: dict[str, Any],
     k: int,
     trace: _Trace,
+    known: Sequence[tuple[str, str]] = (),
 ) -> list[MemoryCandidate]:
     """De-duplicate, apply domain authority, re-score; the top k that are not weak."""
-    pooled, dropped = deduplicate(candidates)
+    pooled, dropped = deduplicate(candidates, known)
     trace.dropped.extend(dropped)
     pooled, dropped = apply_authority(pooled, authoritative=blocks.authoritative)
     trace.dropped.extend(dropped)

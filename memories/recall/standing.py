@@ -1,6 +1,7 @@
 """Short-term memory across sessions: the user's standing rules, and a bounded user-wide match.
 
-A live constraint or preference is the user's current rule whatever the session it was said in,
+A live, trusted constraint or preference (the user said it, a reviewer approved it or a trusted
+key wrote it) is the user's current rule whatever the session it was said in,
 so the newest of them (at most `STANDING_PER_TYPE` of each) always reach the blocks
 (`constraints_block.standing`, one line each in the profile section). Beyond the session, task
 and entity indexes, the query is matched against the user's newest `USER_PROBE` live items;
@@ -42,6 +43,8 @@ def standing_rules(
     counts: dict[str, int] = {}
     for item in sorted(items, key=lambda i: -i.updated_at):
         if item.memory_type not in STANDING_TYPES or not item.is_live(now) or item.id in shown:
+            continue
+        if not item.is_trusted:  # not the user's word: never a rule (held ones are not here)
             continue
         key = item.canonical_fact_key
         if key in authoritative and normalise_fact(str(authoritative[key])) != normalise_fact(

@@ -1,3 +1,10 @@
-"""The reviewers' screens: promotion and deletion queues, the end-user memory page."""
+"""The reviewers' screens: promotion, verification, deletion and quarantine queues, the
+end-user memory page."""
 
-from memories.review import admin_deletion, admin_promotion, admin_users  # noqa: F401
+from memories.review import (  # noqa: F401
+    admin_deletion,
+    admin_promotion,
+    admin_quarantine,
+    admin_users,
+    admin_verification,
+)

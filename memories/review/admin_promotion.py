@@ -302,6 +302,7 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
         "proposal_headline",
         "path_short",
         "memory_type",
+        "source",
         "end_user",
         "confidence",
         "status",
@@ -347,6 +348,14 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
     @admin.display(description="proposal")
     def proposal_headline(self, obj: PromotionRequest) -> str:
         return obj.headline[:100]
+
+    @admin.display(description="source / trust")
+    def source(self, obj: PromotionRequest) -> str:
+        """Whose word the proposed item is (proposals made before it was recorded show '-')."""
+        item = (obj.evidence or {}).get("item") or {}
+        if not item.get("source_kind"):
+            return "-"
+        return f"{item['source_kind']} / {item.get('trust', '')}"
 
     @admin.display(description="path", ordering="path")
     def path_short(self, obj: PromotionRequest) -> str:

@@ -28,6 +28,7 @@ from memories.ltm.models import LtmCard
 from memories.ltm.scope import Scope
 from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
+from memories.quarantine.models import QuarantinedText
 from memories.recall.cache import context_cache
 from memories.review.deletion import fact_row_for
 from memories.review.models import DeletionRequest, PromotionRequest
@@ -235,6 +236,10 @@ def _step_postgres(request: DeletionRequest, inventory: dict[str, Any]) -> dict[
                     late,
                 )
             PromotionRequest.objects.filter(end_user_id=pk).delete()
+            # Held texts of the user, also those written before the end user existed.
+            QuarantinedText.objects.filter(
+                tenant_id=request.tenant_id, user_id=inventory["user_id"]
+            ).delete()
             _, per_model = EndUser.objects.filter(pk=pk).delete()
             counts = {label.rsplit(".", 1)[-1].lower(): n for label, n in per_model.items() if n}
             return counts | {f"late_{name}": n for name, n in late.items()} if late else counts

@@ -23,6 +23,7 @@ from memories.audit.services import Action, Actor, AuditEntry, audit_record, aud
 from memories.ltm.models import LtmCard
 from memories.ltm.services import CardInput, card_merge, cards_import
 from memories.policies.models import PromotionPolicy
+from memories.quarantine.services import proposal_held
 from memories.review.models import PromotionRequest, ReviewStatus
 from memories.review.repeats import Repeat, lock_cards_of, repeat_of, repeated_cards
 from memories.stm.items import MemoryType, StmItem
@@ -187,6 +188,8 @@ def _evidence_for(item: StmItem, check: TriggerCheck, now: float) -> dict[str, A
             "canonical_fact_key": item.canonical_fact_key,
             "fact_value": item.fact_value,
             "version": item.version,
+            "source_kind": item.source_kind,
+            "trust": item.trust,
         },
     }
 
@@ -268,8 +271,17 @@ def proposal_record(
     request: PromotionRequest, *, actor: Actor, details: Mapping[str, Any]
 ) -> PromotionRequest | None:
     """Save a proposal with its audit event; None when the same one was proposed meanwhile,
-    or when it would hold nothing but sensitive data."""
+    when it would hold nothing but sensitive data, or when it is held for review because it
+    reads as an instruction to the model."""
     if not redact_proposal(request):
+        return None
+    if proposal_held(
+        tenant=request.tenant,
+        fingerprint=request.fingerprint,
+        proposal=request.proposal,
+        user_id=request.end_user.external_id if request.end_user else "",
+        origin=request.origin,
+    ):
         return None
     try:
         with transaction.atomic():

@@ -166,6 +166,8 @@ def end_user_memory(*, end_user: Any, stm_limit: int = 50, cards_limit: int = 50
             "key": item.canonical_fact_key,
             "session_id": item.session_id,
             "task_id": item.task_id,
+            "source_kind": item.source_kind,
+            "trust": item.trust,
             "hits": item.hit_count,
             "recalls": item.recall_count,
             "expires_in_hours": round(max(item.expires_at - now, 0) / 3600, 1),

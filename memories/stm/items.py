@@ -36,6 +36,29 @@ class Status:
 # a reviewer accepted, reach beyond it.
 WORKING_SOURCES = frozenset({"tool", "assistant"})
 
+
+class Trust:
+    """How far an item is the user's own word: only a trusted one may become a rule."""
+
+    TRUSTED = "trusted"  # the user said it, a reviewer approved it, or a trusted key wrote it
+    UNTRUSTED = "untrusted"  # an assistant, a tool, an agent's proposal, a model or an import
+    ALL = (TRUSTED, UNTRUSTED)
+
+
+# Source kinds that are the user's word whoever else repeated it (a merged item's kind joins
+# its sources with "+"), strongest first: what `source_kind` names.
+TRUSTED_SOURCES = ("reviewer", "user")
+SOURCE_RANK = ("reviewer", "user", "import", "tool", "proposal", "llm", "assistant")
+
+
+def primary_source_kind(kind: str) -> str:
+    """The strongest of the kinds a merged item joins ("user+proposal" is the user's)."""
+    kinds = [k for k in kind.split("+") if k]
+    if not kinds:
+        return ""
+    return min(kinds, key=lambda k: SOURCE_RANK.index(k) if k in SOURCE_RANK else len(SOURCE_RANK))
+
+
 JSON_FIELDS = ("detail", "entities", "tags", "source", "sessions", "fingerprints")
 FLOAT_FIELDS = (
     "confidence",
@@ -87,6 +110,23 @@ class StmItem:
     superseded_by: str = ""
     verified: bool = False
     remember: bool = False
+    # Trust as the write policy set it; items written before it was recorded get the trust
+    # their source kind implies.
+    trust: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.trust:
+            kinds = str(self.source.get("kind") or "").split("+")
+            trusted = any(k in TRUSTED_SOURCES for k in kinds)
+            self.trust = Trust.TRUSTED if trusted else Trust.UNTRUSTED
+
+    @property
+    def source_kind(self) -> str:
+        return primary_source_kind(str(self.source.get("kind") or ""))
+
+    @property
+    def is_trusted(self) -> bool:
+        return self.trust == Trust.TRUSTED
 
     @property
     def owner(self) -> Owner:

@@ -7,7 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from memories.stm.items import StmItem
+from memories.stm.items import StmItem, Trust
 from memoryproject.fields import JsonObjectField, OutputSerializer
 
 
@@ -29,6 +29,8 @@ def item_document(item: StmItem) -> dict[str, Any]:
         "entities": item.entities,
         "tags": item.tags,
         "source": item.source,
+        "source_kind": item.source_kind,
+        "trust": item.trust,
         "confidence": item.confidence,
         "importance": item.importance,
         "created_at": _iso(item.created_at),
@@ -64,6 +66,13 @@ class StmItemOutputSerializer(OutputSerializer):
     tags = serializers.ListField(child=serializers.CharField())
     # A declared field, not `Field.source`: the serializer metaclass takes it off the class.
     source = JsonObjectField(help_text="kind, message_ids, tool_call_ids")  # type: ignore[assignment]
+    source_kind = serializers.CharField(
+        help_text="whose word it is: user, assistant, tool, proposal (an agent's), llm, "
+        "reviewer or import; the strongest of a merged item's sources"
+    )
+    trust = serializers.ChoiceField(
+        choices=Trust.ALL, help_text="only a trusted item is injected as a rule"
+    )
     confidence = serializers.FloatField()
     importance = serializers.FloatField()
     created_at = serializers.DateTimeField()

@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from memories.audit.services import Actor
 from memories.stm.items import MemoryType
-from memories.write.candidates import Candidate
+from memories.write.candidates import Candidate, SourceKind
 from memories.write.serializers import ProposalsOutputSerializer
 from memories.write.services import proposals_submit
 from memoryproject.fields import (
@@ -30,6 +30,8 @@ MAX_PROPOSALS = 100
 
 
 class SourceSerializer(StrictSerializer):
+    # What the agent says the source was; a proposal is an agent's proposal whatever it says,
+    # and its trust is its API key's (`trusted_writer`).
     kind = StrictCharField(required=False, max_length=32, default="proposal")
     message_ids = serializers.ListField(
         child=StrictCharField(max_length=128), required=False, max_length=200, default=list
@@ -64,7 +66,7 @@ class ProposalSerializer(StrictSerializer):
     remember = StrictBooleanField(default=False)
     ttl_minutes = StrictIntegerField(required=False, min_value=1, max_value=10 * 365 * 1440)
 
-    def to_candidate(self, data: dict[str, Any]) -> Candidate:
+    def to_candidate(self, data: dict[str, Any], *, trusted_writer: bool = False) -> Candidate:
         source = data.get("source") or {}
         return Candidate(
             user_id=data["user_id"],
@@ -76,7 +78,8 @@ class ProposalSerializer(StrictSerializer):
             detail=data["detail"],
             entities=tuple(data["entities"]),
             tags=tuple(data["tags"]),
-            source_kind="proposal",
+            source_kind=SourceKind.PROPOSAL,
+            trusted_writer=trusted_writer,
             message_ids=tuple(source.get("message_ids", ())),
             tool_call_ids=tuple(source.get("tool_call_ids", ())),
             confidence=data["confidence"],
@@ -119,8 +122,10 @@ class ProposalSubmitApi(APIView):
         serializer = self.ProposalsInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         dry_run = query.validated_data["dry_run"]
+        trusted_writer = bool(getattr(request.auth, "trusted_writer", False))
         candidates = [
-            ProposalSerializer().to_candidate(p) for p in serializer.validated_data["proposals"]
+            ProposalSerializer().to_candidate(p, trusted_writer=trusted_writer)
+            for p in serializer.validated_data["proposals"]
         ]
         results = proposals_submit(
             tenant=request_tenant(request),
@@ -138,12 +143,18 @@ class ProposalSubmitApi(APIView):
                     "version": result.version or None,
                     "superseded_id": result.superseded_id or None,
                     "redacted": result.redacted,
+                    "source_kind": result.source_kind,
+                    "trust": result.trust,
+                    "held_for_verification": bool(result.hold_reason),
+                    "hold_reason": result.hold_reason,
+                    "verification_id": result.verification_id or None,
+                    "quarantine": result.quarantine,
                     **result.decision.as_dict(),
                 }
                 for index, result in enumerate(results)
             ],
         }
-        written = any(r.item_id for r in results)
+        written = any(r.item_id or r.verification_id for r in results)
         return Response(
             ProposalsOutputSerializer(body).data,
             status=status.HTTP_201_CREATED if written else status.HTTP_200_OK,

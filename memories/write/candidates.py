@@ -11,8 +11,10 @@ class SourceKind:
     ASSISTANT = "assistant"  # said by the agent
     TOOL = "tool"  # a tool result
     PROPOSAL = "proposal"  # submitted by an agent through the API
-    LLM = "llm"  # found by the optional LLM extractor
-    ALL = (USER, ASSISTANT, TOOL, PROPOSAL, LLM)
+    LLM = "llm"  # found by the optional LLM extractor (a model's reading)
+    REVIEWER = "reviewer"  # approved by a reviewer in the verification queue
+    IMPORT = "import"  # imported from outside (long-term cards)
+    ALL = (USER, ASSISTANT, TOOL, PROPOSAL, LLM, REVIEWER, IMPORT)
 
 
 @dataclass(frozen=True)
@@ -42,3 +44,4 @@ class Candidate:
     verified: bool = False  # checked against a tool result, or stated as settled by the user
     remember: bool = False  # the user asked explicitly to remember it
     ttl_minutes: int | None = None  # the proposer's estimate; the policy clamps it
+    trusted_writer: bool = False  # written with an API key its tenant marked a trusted writer

@@ -12,15 +12,17 @@ from datetime import timedelta
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import IntegrityError
 from django.db.models import F, Q
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from memories.policies.selectors import vocabulary_for
+from memories.quarantine.services import events_held
 from memories.write.extractors import ExtractionContext, RuleExtractor
 from memories.write.llm import llm_extractor
 from memories.write.models import ExtractionCursor
 from memories.write.services import proposals_submit
 from memoryproject.errors import StoreUnavailable
-from memoryproject.locks import redis_lock
+from memoryproject.locks import LeaseLost, redis_lock
 from transcripts.models import Session
 from transcripts.selectors import events_after
 
@@ -35,14 +37,23 @@ class ExtractionBusy(Exception):
 
 
 def session_extract(*, session_pk: int) -> str:
-    """Extract every event after the session's cursor; returns a short status."""
-    with redis_lock(f"extract:{session_pk}", ttl_seconds=LOCK_SECONDS) as acquired:
-        if not acquired:
+    """Extract every event after the session's cursor; returns a short status.
+
+    Under the session's lease, fenced: taking the lease bumps the cursor's `fence`, and each
+    page is submitted and its cursor advanced only while the cursor still carries this run's
+    fence, so a run that lost its lease (its worker paused past it, Redis frozen) commits
+    nothing once another run took over.
+    """
+    with redis_lock(f"extract:{session_pk}", ttl_seconds=LOCK_SECONDS) as lease:
+        if lease is None:
             raise ExtractionBusy(session_pk)
         session = Session.objects.select_related("tenant", "end_user").filter(pk=session_pk).first()
         if session is None or session.end_user is None:  # deleted, or its user erased
             return "gone"
-        cursor, _ = ExtractionCursor.objects.get_or_create(session=session)
+        ExtractionCursor.objects.get_or_create(session=session)
+        ExtractionCursor.objects.filter(pk=session.pk).update(fence=F("fence") + 1)
+        cursor = ExtractionCursor.objects.get(pk=session.pk)
+        fence = cursor.fence
         start = cursor.extracted_seq
         context = ExtractionContext(
             user_id=session.end_user.external_id,
@@ -56,12 +67,18 @@ def session_extract(*, session_pk: int) -> str:
             page = events_after(session=session, after=cursor.extracted_seq, limit=PAGE_SIZE)
             if not page.events:
                 break
-            candidates = rules.extract(events=page.events, context=context)
-            if llm is not None:
+            # An event that reads as an instruction to the model is held for review and
+            # read by no extractor (the transcript keeps it).
+            held = events_held(session=session, events=page.events)
+            events = [e for e in page.events if int(e["seq"]) not in held]
+            candidates = rules.extract(events=events, context=context) if events else []
+            if llm is not None and events:
                 try:
-                    candidates += llm.extract(events=page.events, context=context)
+                    candidates += llm.extract(events=events, context=context)
                 except StoreUnavailable:
                     logger.warning("LLM extractor unavailable; rules only", exc_info=True)
+            lease.ensure()
+            _fenced(session_pk=session.pk, fence=fence)
             if candidates:
                 try:
                     proposals_submit(tenant=session.tenant, candidates=candidates, strict=False)
@@ -69,9 +86,12 @@ def session_extract(*, session_pk: int) -> str:
                     if not Session.objects.filter(pk=session_pk).exists():
                         return "gone"  # erased (with its user or tenant) while we read it
                     raise
-            ExtractionCursor.objects.filter(
-                pk=session.pk, extracted_seq__lt=page.next_after
-            ).update(extracted_seq=page.next_after)
+            advanced = ExtractionCursor.objects.filter(pk=session.pk, fence=fence).update(
+                extracted_seq=Greatest(F("extracted_seq"), page.next_after)
+            )
+            if not advanced:
+                _fenced(session_pk=session.pk, fence=fence)
+                return "gone"  # the cursor went with its session
             cursor.extracted_seq = page.next_after
             session.refresh_from_db(fields=["event_count"])
         status = (
@@ -81,6 +101,13 @@ def session_extract(*, session_pk: int) -> str:
         )
         logger.info("session %s: %s", session.external_id, status, extra={"session_pk": session.pk})
         return status
+
+
+def _fenced(*, session_pk: int, fence: int) -> None:
+    """Raise LeaseLost when a later run has taken the session's cursor over."""
+    current = ExtractionCursor.objects.filter(pk=session_pk).values_list("fence", flat=True).first()
+    if current is not None and current != fence:
+        raise LeaseLost(f"extraction of session {session_pk} was taken over (fence {current})")
 
 
 def sessions_lagging(*, quiet_seconds: int = 30, limit: int = 500) -> list[int]:

@@ -4,21 +4,58 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from memories.stm.items import Trust
 from memoryproject.fields import JsonObjectField, OutputSerializer
+
+
+class QuarantineOutputSerializer(OutputSerializer):
+    """A write held for review because it reads as an instruction to the model."""
+
+    id = serializers.CharField(
+        help_text="the quarantine id a reviewer finds it by ('' in a dry run)"
+    )
+    reason = serializers.CharField(
+        help_text="instruction_override, prompt_disclosure, role_change or fake_marker"
+    )
+    field = serializers.CharField(help_text="where in the write it was found")
 
 
 class ProposalResultOutputSerializer(OutputSerializer):
     """One proposal's decision and the item it landed in (none when refused or a dry run)."""
 
     index = serializers.IntegerField(help_text="the proposal's position in the request")
-    outcome = serializers.CharField()
+    outcome = serializers.CharField(
+        help_text="inserted, merged, superseded, unchanged, refused, held_for_verification; "
+        "in a dry run would_write or would_hold"
+    )
     item_id = serializers.CharField(allow_null=True)
     version = serializers.IntegerField(allow_null=True)
     superseded_id = serializers.CharField(allow_null=True)
     redacted = serializers.ListField(
         child=serializers.CharField(), help_text="kinds of sensitive data replaced"
     )
-    accepted = serializers.BooleanField()
+    source_kind = serializers.CharField(
+        help_text="proposal (an agent's), or user, assistant, tool, llm, reviewer, import"
+    )
+    trust = serializers.ChoiceField(
+        choices=Trust.ALL,
+        help_text="trusted: the user's word (a user event, a reviewer, a trusted-writer key)",
+    )
+    held_for_verification = serializers.BooleanField(
+        help_text="an untrusted constraint, preference or profile fact: stored for a reviewer, "
+        "never injected as a rule until approved"
+    )
+    hold_reason = serializers.CharField(
+        help_text="untrusted_constraint, untrusted_preference or untrusted_profile_fact; "
+        "'' when not held"
+    )
+    verification_id = serializers.CharField(
+        allow_null=True, help_text="the verification request holding it (none in a dry run)"
+    )
+    quarantine = QuarantineOutputSerializer(
+        allow_null=True, help_text="set when the proposal was held for review (outcome quarantined)"
+    )
+    accepted = serializers.BooleanField(help_text="the write policy's verdict")
     score = serializers.FloatField()
     threshold_breakdown = serializers.DictField(child=serializers.FloatField())
     write_profile = JsonObjectField()

@@ -6,7 +6,8 @@ import hashlib
 import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from django.db import transaction
@@ -14,16 +15,20 @@ from django.db import transaction
 from memories.audit.services import Action, Actor, AuditEntry, audit_record_many
 from memories.facts import normalise_fact
 from memories.policies.selectors import vocabulary_for
+from memories.quarantine.services import released_refs
 from memories.stm.items import StmItem
 from memories.stm.store import RedisShortTermStore, UpsertResult, now_seconds, stm_store
-from memories.vocabulary import Vocabulary, redactor_of
+from memories.vocabulary import Vocabulary, redactor_of, screen_of
 from memories.write.candidates import Candidate
+from memories.write.models import VerificationRequest
 from memories.write.policy import Decision, ExistingState, PolicySettings, decide, policy_for
 from memories.write.redaction import RedactedCandidate, redact_candidate
 from memories.write.statements import proposal_read
+from memories.write.trust import confidence_ceiling, hold_reason, trust_of
 from memories.write.vectors import stm_vectors_schedule
 from memoryproject.errors import Invalid, StoreUnavailable
 from memoryproject.metrics import count_refusal
+from memoryproject.quarantine import Finding, WritePath, held_view, hold
 from memoryproject.redis_keys import Owner
 from profiles.models import EndUser, Tenant
 from profiles.services import end_users_get_or_create
@@ -38,7 +43,10 @@ class Outcome:
     SUPERSEDED = "superseded"
     UNCHANGED = "unchanged"
     REFUSED = "refused"
+    HELD = "held_for_verification"  # an untrusted rule: stored for a reviewer, not written
+    QUARANTINED = "quarantined"  # it reads as an instruction to the model: held for review
     WOULD_WRITE = "would_write"  # dry run
+    WOULD_HOLD = "would_hold"  # dry run
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,12 @@ class ProposalResult:
     version: int = 0
     superseded_id: str = ""
     redacted: list[str] = field(default_factory=list)
+    source_kind: str = ""
+    trust: str = ""
+    hold_reason: str = ""  # why it waits for a reviewer ('' when it does not)
+    verification_id: str = ""  # the verification request holding it
+    # A quarantined proposal: its quarantine id (none in a dry run), reason code and field.
+    quarantine: dict[str, str] | None = None
 
 
 def fingerprint_of(candidate: Candidate) -> str:
@@ -72,6 +86,7 @@ def proposals_submit(
     dry_run: bool = False,
     actor: Actor | None = None,
     strict: bool = True,
+    screen: bool = True,
 ) -> list[ProposalResult]:
     """Judge each candidate and land the accepted ones in short-term memory.
 
@@ -81,6 +96,10 @@ def proposals_submit(
     refused with `sensitive` and such entities or tags are left out. All accepted items of one
     call are upserted in one Redis transaction. A dry run decides exactly the same way and
     writes nothing, not even unknown end users.
+
+    A candidate whose text reads as an instruction to the model (`memoryproject.quarantine`)
+    is held for review instead (outcome `quarantined`, refusal `quarantined`), unless a
+    reviewer released the same one before; `screen=False` is a reviewer's release.
     """
     settings = policy_for(tenant=tenant)
     vocabulary = vocabulary_for(tenant=tenant)
@@ -88,10 +107,14 @@ def proposals_submit(
     redacted_all = [redact_candidate(raw, redactor=redactor) for raw in candidates]
     if strict:
         _refuse_sensitive(redacted_all)
+    path = WritePath.PROPOSAL if strict else WritePath.EXTRACTION
+    findings = _screened(tenant, redacted_all, vocabulary, path=path) if screen else {}
+    # Only the users of what is not quarantined are created: such a write changes nothing else.
+    user_ids = {c.candidate.user_id for i, c in enumerate(redacted_all) if i not in findings}
     store = stm_store()
     now = now_seconds()
     if dry_run:
-        owners = _owners(tenant=tenant, user_ids={c.user_id for c in candidates}, create=False)
+        owners = _owners(tenant=tenant, user_ids=user_ids, create=False)
         decided = _decide_all(
             redacted_all,
             owners=owners,
@@ -99,8 +122,11 @@ def proposals_submit(
             now=now,
             settings=settings,
             vocabulary=vocabulary,
+            quarantined=findings,
         )
-        return _results(decided, [], dry_run=True)
+        return _results(
+            decided, [], dry_run=True, quarantined={i: "" for i in findings}, findings=findings
+        )
 
     # End users, the upsert and its audit land together: the end users and the audit events
     # are one PostgreSQL transaction, the upsert its last step before the audit; when the
@@ -110,7 +136,7 @@ def proposals_submit(
     written: list[UpsertResult] = []
     try:
         with transaction.atomic():
-            owners = _owners(tenant=tenant, user_ids={c.user_id for c in candidates}, create=True)
+            owners = _owners(tenant=tenant, user_ids=user_ids, create=True)
             decided = _decide_all(
                 redacted_all,
                 owners=owners,
@@ -118,21 +144,43 @@ def proposals_submit(
                 now=now,
                 settings=settings,
                 vocabulary=vocabulary,
+                quarantined=findings,
             )
-            to_write = [item for _, item, _ in decided if item is not None]
+            held = _hold(tenant, decided, actor)
+            quarantined = {
+                index: hold(
+                    tenant=tenant,
+                    path=path,
+                    finding=finding,
+                    text=redacted_all[index].candidate.summary,
+                    payload={"candidate": asdict(redacted_all[index].candidate)},
+                    source_kind=redacted_all[index].candidate.source_kind,
+                    user_id=redacted_all[index].candidate.user_id,
+                    ref=_held_ref(path, redacted_all[index].candidate),
+                )
+                for index, finding in findings.items()
+            }
+            to_write = [one.item for one in decided if one.item is not None]
             # Distinct timestamps keep index scores (and so paging cursors) unique in a batch.
             for offset, item in enumerate(to_write):
                 item.created_at = item.updated_at = item.last_access_at = now + offset * 1e-4
             written = store.upsert(items=to_write, now=now)
-            results = _results(decided, written, dry_run=False)
-            _audit_writes(tenant, [item for _, item, _ in decided], results, actor)
+            results = _results(
+                decided,
+                written,
+                dry_run=False,
+                held=held,
+                quarantined=quarantined,
+                findings=findings,
+            )
+            _audit_writes(tenant, [one.item for one in decided], results, actor)
     except BaseException:
         if written:
             _undo(store, to_write, written)
         raise
-    for redaction, (decision, _, _) in zip(redacted_all, decided, strict=True):
-        if not decision.accepted:
-            count_refusal(source=redaction.candidate.source_kind, reason=decision.refusal)
+    for redaction, one in zip(redacted_all, decided, strict=True):
+        if not one.decision.accepted:
+            count_refusal(source=redaction.candidate.source_kind, reason=one.decision.refusal)
     stm_vectors_schedule(
         tenant_id=tenant.pk,
         items=[
@@ -144,7 +192,64 @@ def proposals_submit(
     return results
 
 
-Decided = list[tuple[Decision, StmItem | None, list[str]]]
+@dataclass(frozen=True)
+class _Decided:
+    """One candidate as judged: the decision, the item to write (none while held), and whose
+    word it is."""
+
+    decision: Decision
+    item: StmItem | None
+    redacted: list[str]
+    source_kind: str
+    trust: str
+    hold_reason: str = ""
+    held: Candidate | None = None  # what a reviewer approves, as read before any ceiling
+    owner: Owner | None = None
+    fingerprint: str = ""
+
+
+Decided = list[_Decided]
+
+
+def _held_ref(path: str, candidate: Candidate) -> str:
+    """The same candidate quarantined twice (a retried call, a re-read transcript) is one row."""
+    return f"{path}:{fingerprint_of(candidate)}"
+
+
+def _screened(
+    tenant: Tenant, redacted_all: Sequence[RedactedCandidate], vocabulary: Vocabulary, *, path: str
+) -> dict[int, Finding]:
+    """The candidates that read as an instruction to the model, by index, with why; those a
+    reviewer released before pass."""
+    screen = screen_of(vocabulary)
+    findings: dict[int, Finding] = {}
+    for index, redaction in enumerate(redacted_all):
+        candidate = redaction.candidate
+        if redaction.nothing_left:
+            continue  # refused as sensitive anyway
+        found = screen.fields(
+            (
+                ("summary", candidate.summary),
+                ("fact_value", candidate.fact_value),
+                ("detail", candidate.detail),
+                ("entities", list(candidate.entities)),
+                ("tags", list(candidate.tags)),
+                ("subtype", candidate.subtype),
+            )
+        )
+        if found is not None:
+            findings[index] = found
+    if findings:
+        released = released_refs(
+            tenant=tenant,
+            refs=[_held_ref(path, redacted_all[index].candidate) for index in findings],
+        )
+        findings = {
+            index: found
+            for index, found in findings.items()
+            if _held_ref(path, redacted_all[index].candidate) not in released
+        }
+    return findings
 
 
 def _decide_all(
@@ -155,12 +260,19 @@ def _decide_all(
     now: float,
     settings: PolicySettings,
     vocabulary: Vocabulary,
+    quarantined: dict[int, Finding],
 ) -> Decided:
     decided: Decided = []
     seen_in_batch: set[tuple[str, str]] = set()
-    for redaction in redacted_all:
+    for index, redaction in enumerate(redacted_all):
         candidate, redacted = redaction.candidate, redaction.kinds
         candidate = proposal_read(candidate, vocabulary)  # judged as the same words in a transcript
+        read = candidate
+        trust = trust_of(source_kind=candidate.source_kind, trusted_writer=candidate.trusted_writer)
+        # A source claims no more confidence than the design gives it (user > tool > model).
+        ceiling = confidence_ceiling(source_kind=candidate.source_kind, trust=trust)
+        if candidate.confidence > ceiling:
+            candidate = replace(candidate, confidence=ceiling)
         owner = owners.get(candidate.user_id)
         fingerprint = fingerprint_of(candidate)
         existing, request = _existing_state(
@@ -174,36 +286,148 @@ def _decide_all(
         decision = decide(candidate, existing=existing, settings=settings, vocabulary=vocabulary)
         if redaction.nothing_left:
             decision = replace(decision, accepted=False, refusal="sensitive")
+        elif index in quarantined:
+            decision = replace(decision, accepted=False, refusal=Outcome.QUARANTINED)
+        # An untrusted constraint, preference or profile fact waits for a reviewer.
+        hold = hold_reason(candidate, trust=trust) if decision.accepted else ""
+        held_fp = f"{fingerprint}:{candidate.memory_type}"
+        if hold and owner is not None and _rejected_before(owner, held_fp):
+            decision = replace(decision, accepted=False, refusal="rejected_in_verification")
+            hold = ""
         item = None
-        if decision.accepted and owner is not None:
+        if decision.accepted and owner is not None and not hold:
             seen_in_batch.add((candidate.user_id, fingerprint))
-            item = _item_for(candidate, owner=owner, fp=fingerprint, decision=decision, now=now)
-        decided.append((decision, item, sorted(redacted)))
+            item = _item_for(
+                candidate, owner=owner, fp=fingerprint, decision=decision, now=now, trust=trust
+            )
+        decided.append(
+            _Decided(
+                decision,
+                item,
+                sorted(redacted),
+                candidate.source_kind,
+                trust,
+                hold_reason=hold,
+                held=read if hold else None,
+                owner=owner,
+                fingerprint=held_fp,
+            )
+        )
     return decided
 
 
+def _rejected_before(owner: Owner, fingerprint: str) -> bool:
+    """Whether a reviewer already rejected this candidate for this user."""
+    return VerificationRequest.objects.filter(
+        tenant_id=owner.tenant_id,
+        end_user_id=owner.end_user_id,
+        fingerprint=fingerprint,
+        status=VerificationRequest.Status.REJECTED,
+    ).exists()
+
+
+def _hold(tenant: Tenant, decided: Decided, actor: Actor | None) -> dict[int, str]:
+    """Store each held candidate in the verification queue (a retried proposal finds its
+    pending request); returns position -> request id."""
+    held: dict[int, str] = {}
+    audits: list[AuditEntry] = []
+    for position, one in enumerate(decided):
+        if not one.hold_reason or one.held is None or one.owner is None:
+            continue
+        candidate = one.held
+        pending = VerificationRequest.objects.filter(
+            tenant=tenant,
+            fingerprint=one.fingerprint,
+            status=VerificationRequest.Status.PENDING,
+        ).first()
+        if pending is None:
+            pending = VerificationRequest.objects.create(
+                request_id=f"ver_{uuid.uuid4().hex[:20]}",
+                tenant=tenant,
+                end_user_id=one.owner.end_user_id,
+                session_id=candidate.session_id,
+                task_id=candidate.task_id,
+                memory_type=candidate.memory_type,
+                summary=candidate.summary.strip(),
+                candidate=candidate_document(candidate),
+                source_kind=one.source_kind,
+                hold_reason=one.hold_reason,
+                requested_by=(actor or Actor.job("extraction")).name,
+                confidence=candidate.confidence,
+                fingerprint=one.fingerprint,
+            )
+            audits.append(
+                AuditEntry(
+                    action=Action.PROPOSE,
+                    object_type="verification_request",
+                    object_id=pending.request_id,
+                    after={
+                        "memory_type": pending.memory_type,
+                        "summary": pending.summary,
+                        "source_kind": pending.source_kind,
+                        "hold_reason": pending.hold_reason,
+                    },
+                    end_user_pk=one.owner.end_user_id,
+                )
+            )
+        held[position] = pending.request_id
+    audit_record_many(tenant=tenant, actor=actor or Actor.job("extraction"), entries=audits)
+    return held
+
+
+def candidate_document(candidate: Candidate) -> dict[str, Any]:
+    """A candidate as JSON, for the verification queue; `candidate_of` reads it back."""
+    return asdict(candidate)
+
+
+def candidate_of(document: dict[str, Any]) -> Candidate:
+    known = {f.name for f in dataclass_fields(Candidate)}
+    values = {name: value for name, value in document.items() if name in known}
+    for name in ("entities", "tags", "message_ids", "tool_call_ids"):
+        values[name] = tuple(values.get(name) or ())
+    return Candidate(**values)
+
+
 def _results(
-    decided: Decided, written: Sequence[UpsertResult], *, dry_run: bool
+    decided: Decided,
+    written: Sequence[UpsertResult],
+    *,
+    dry_run: bool,
+    held: dict[int, str] | None = None,
+    quarantined: dict[int, str] | None = None,
+    findings: dict[int, Finding] | None = None,
 ) -> list[ProposalResult]:
     upserts = iter(written)
     results = []
-    for decision, item, removed in decided:
-        if not decision.accepted:
-            results.append(ProposalResult(decision, Outcome.REFUSED, redacted=removed))
+    quarantined, findings = quarantined or {}, findings or {}
+    for position, one in enumerate(decided):
+        decision, item = one.decision, one.item
+        if decision.refusal == Outcome.QUARANTINED and position in quarantined:
+            view = held_view(quarantine_id=quarantined[position], finding=findings[position])
+            result = ProposalResult(decision, Outcome.QUARANTINED, quarantine=view)
+        elif not decision.accepted:
+            result = ProposalResult(decision, Outcome.REFUSED)
+        elif one.hold_reason:
+            result = ProposalResult(
+                decision,
+                Outcome.WOULD_HOLD if dry_run else Outcome.HELD,
+                hold_reason=one.hold_reason,
+                verification_id=(held or {}).get(position, ""),
+            )
         elif dry_run or item is None:
-            results.append(ProposalResult(decision, Outcome.WOULD_WRITE, redacted=removed))
+            result = ProposalResult(decision, Outcome.WOULD_WRITE)
         else:
             upserted = next(upserts)
-            results.append(
-                ProposalResult(
-                    decision,
-                    upserted.outcome,
-                    item_id=upserted.item_id,
-                    version=upserted.version,
-                    superseded_id=upserted.superseded_id,
-                    redacted=removed,
-                )
+            result = ProposalResult(
+                decision,
+                upserted.outcome,
+                item_id=upserted.item_id,
+                version=upserted.version,
+                superseded_id=upserted.superseded_id,
             )
+        results.append(
+            replace(result, redacted=one.redacted, source_kind=one.source_kind, trust=one.trust)
+        )
     return results
 
 
@@ -317,7 +541,7 @@ def _existing_state(
 
 
 def _item_for(
-    candidate: Candidate, *, owner: Owner, fp: str, decision: Decision, now: float
+    candidate: Candidate, *, owner: Owner, fp: str, decision: Decision, now: float, trust: str
 ) -> StmItem:
     return StmItem(
         id=new_item_id(owner),
@@ -350,4 +574,5 @@ def _item_for(
         sessions=[candidate.session_id] if candidate.session_id else [],
         verified=candidate.verified,
         remember=candidate.remember,
+        trust=trust,
     )

@@ -227,8 +227,10 @@ def test_sdk_models_type_check_against_the_generated_ones(
 # A change of one SDK model, each of a kind the check must catch: (old, new, the model mypy names).
 SDK_CHANGES = {
     "response field retyped": (
-        "class ImportedCard(TypedDict):\n    memory_id: str\n    version: int\n",
-        "class ImportedCard(TypedDict):\n    memory_id: str\n    version: str\n",
+        "class ImportedCard(TypedDict):\n    memory_id: str | None  # None when quarantined\n"
+        "    version: int | None\n",
+        "class ImportedCard(TypedDict):\n    memory_id: str | None  # None when quarantined\n"
+        "    version: str | None\n",
         "CardImportResponse",
     ),
     "response field dropped": ("    injection_text: str\n", "", "RecallResponse"),

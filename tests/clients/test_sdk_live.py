@@ -58,7 +58,7 @@ def test_every_operation_answers_in_its_model(memory: MemoryClient, tenant) -> N
         profile={"answer_style": "concise"},
         facts=[{"key": "project_metadata.default_env", "value": "staging"}],
     )
-    assert_fits(profile, m.ProfileResponse)
+    assert_fits(profile, m.ProfilePatchResponse)
     assert_fits(memory.get_profile(USER), m.ProfileResponse)
     fact_id = profile["facts"][0]["id"]
 

@@ -38,7 +38,7 @@ OPERATIONS: dict[str, tuple[str, Any, Any, dict[str, Any]]] = {
         "update_profile",
         m.ProfilePatch,
         None,
-        {"200": m.ProfileResponse},
+        {"200": m.ProfilePatchResponse},
     ),
     "v1_memories_proposals_create": (
         "propose_memories",

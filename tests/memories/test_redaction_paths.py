@@ -185,7 +185,8 @@ def test_extraction_drops_a_bare_entity_another_field_shows_to_be_sensitive(tena
 
 # --- proposals API ------------------------------------------------------------------------------
 @pytest.mark.django_db
-def test_every_field_of_a_proposal_is_redacted(owner: APIClient) -> None:
+def test_every_field_of_a_proposal_is_redacted(trusted_owner: APIClient) -> None:
+    owner = trusted_owner  # a trusted writer: its rules are the user's word
     body = proposal(
         summary=f"退款只能打到信用卡 {CARD_ZH}，token: {JWT}",
         task_id="refund-4111111111111111",
@@ -371,8 +372,9 @@ def test_a_profile_value_of_nothing_but_sensitive_data_is_refused(
 # --- tenant patterns ----------------------------------------------------------------------------
 @pytest.mark.django_db
 def test_a_tenants_patterns_are_redacted_on_memory_and_profile_writes(
-    tenant, owner: APIClient
+    tenant, trusted_owner: APIClient
 ) -> None:
+    owner = trusted_owner  # a trusted writer: its rules are the user's word
     VocabularyEntry.objects.create(tenant=tenant, kind="redaction", value=r"EMP-\d{6}")
 
     written = owner.post(

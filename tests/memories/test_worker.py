@@ -14,6 +14,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from memories.stm.selectors import stm_items_for
+from memoryproject.heartbeats import heartbeat_read
 
 
 @pytest.mark.django_db(transaction=True)
@@ -49,6 +50,9 @@ def test_a_real_worker_extracts_after_an_append(
         line["request_id"] == "req-worker-1" and line["logger"] == "memories.write.extraction"
         for line in log_lines
     )
+    # and the worker announces itself to /readyz with a heartbeat of its own process
+    beat = heartbeat_read(role="worker")
+    assert beat is not None and beat["pid"] == worker.pid, beat
 
 
 @pytest.mark.django_db(transaction=True)
@@ -91,3 +95,44 @@ def test_a_real_worker_indexes_appended_turns_as_history(
     ]
     # every entry was embedded and written once, by drains the appends shared
     assert sum(indexed) == 6 and 1 <= len(indexed) <= 3
+
+
+@pytest.mark.django_db
+def test_a_real_beat_announces_itself_with_a_heartbeat(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from memoryproject import redis_keys as keys
+    from memoryproject.redis_client import redis_connection
+
+    beat = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "memoryproject",
+            "beat",
+            "--loglevel",
+            "WARNING",
+            "--schedule",
+            str(tmp_path / "schedule"),
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        found = None
+        while time.monotonic() < deadline and found is None and beat.poll() is None:
+            found = heartbeat_read(role="beat")
+            time.sleep(0.2)
+    finally:
+        beat.terminate()
+        beat.wait(timeout=30)
+        redis_connection().delete(keys.heartbeat("beat"))
+    assert found is not None and found["pid"] == beat.pid, found

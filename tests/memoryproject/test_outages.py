@@ -16,11 +16,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import redis
 from django.conf import settings
-from django.db import OperationalError, connections
+from django.db import OperationalError, connections, transaction
 from django.test import RequestFactory
 from django.urls import reverse
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from memories.history.selectors import history_search
 from memories.history.vectors import history_vector_index
@@ -29,10 +31,11 @@ from memories.ltm.vectors import vector_index
 from memories.recall import cache as recall_cache
 from memories.recall.models import RecallEffectOutbox
 from memories.stm import store as stm_store_module
-from memories.tasks import recall_effects_apply_task
+from memories.tasks import recall_effects_apply_task, stm_expire_sweep_task
 from memoryproject import redis_client
 from memoryproject import redis_keys as keys
-from memoryproject.errors import server_error
+from memoryproject.celery import app as celery_app
+from memoryproject.errors import StoreUnavailable, server_error
 from memoryproject.redis_client import redis_connection
 from profiles import key_cache, throttling
 from profiles.models import ApiKey, EndUser, StableFact, UserPreference, UserProfile
@@ -164,6 +167,69 @@ def test_postgres_that_never_answers_is_503_within_the_connect_timeout(postgres,
     assert elapsed < 5, elapsed
 
 
+@pytest.fixture
+def read_timeout(postgres) -> Iterator[float]:
+    """A short read timeout on the proxied connection (the default is seconds longer)."""
+    options = connections["default"].settings_dict["OPTIONS"]
+    saved = options["read_timeout"], options["connect_timeout"]
+    options["read_timeout"], options["connect_timeout"] = 1.5, 2
+    connections["default"].close()
+    yield options["read_timeout"]
+    options["read_timeout"], options["connect_timeout"] = saved
+    connections["default"].close()
+
+
+def test_connections_carry_the_statement_timeout_and_tcp_bounds(postgres) -> None:
+    connection = connections["default"]
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        (statement_timeout,) = cursor.fetchone()
+    assert statement_timeout == f"{settings.DATABASE_STATEMENT_TIMEOUT_MS // 1000}s"
+    info = connection.connection.info.get_parameters()
+    assert info["keepalives"] == "1" and int(info["tcp_user_timeout"]) > 0
+    assert float(connection.connection.read_timeout) == settings.DATABASE_READ_TIMEOUT_MS / 1000
+
+
+def test_a_postgres_that_stops_answering_mid_transaction_fails_within_the_read_timeout(
+    postgres, read_timeout
+) -> None:
+    # Given a transaction under way on a live connection,
+    connection = connections["default"]
+    with pytest.raises(OperationalError), transaction.atomic():
+        Session.objects.count()
+        # when the server stops answering (connected, but nothing comes back),
+        postgres.switch("blackhole")
+        started = time.perf_counter()
+        try:
+            Session.objects.count()
+        finally:
+            elapsed = time.perf_counter() - started
+    # the query fails after the read timeout, not never, and the connection is dropped.
+    assert read_timeout <= elapsed < read_timeout + 1.0, elapsed
+    assert connection.connection is None or connection.connection.closed
+    _back(postgres)
+    assert Session.objects.count() == 0  # the next call connects afresh
+
+
+def test_a_request_meeting_a_postgres_that_stops_answering_is_503_within_the_bound(
+    postgres, read_timeout, owner
+) -> None:
+    url = reverse(EVENTS, kwargs={"session_id": "s_1"})
+    assert owner.get(url).status_code == 404  # caches the key; the connection stays open
+    postgres.switch("blackhole")
+    started = time.perf_counter()
+    try:
+        response = owner.get(url)
+    finally:
+        elapsed = time.perf_counter() - started
+        _back(postgres)
+    _assert_unavailable(response)
+    # One read timeout for the open connection's health check, one connect timeout for the
+    # new connection it then tries.
+    bound = read_timeout + connections["default"].settings_dict["OPTIONS"]["connect_timeout"]
+    assert elapsed < bound + 1.0, elapsed
+
+
 def test_recording_a_keys_use_never_fails_a_request(postgres, tenant, owner, caplog):
     # Given a key cached in Redis whose last use is older than a minute, and a recall whose
     # Layer 1 blocks are cached too,
@@ -287,6 +353,101 @@ def test_redis_clients_do_not_retry() -> None:
         assert connection.retry.get_retries() == 0
         assert 0 < connection.socket_timeout <= settings.REDIS_SOCKET_TIMEOUT_SECONDS
         assert 0 < connection.socket_connect_timeout <= settings.REDIS_CONNECT_TIMEOUT_SECONDS
+        assert connection.health_check_interval == settings.REDIS_HEALTH_CHECK_SECONDS > 0
+        assert connection.socket_keepalive is True
+
+
+@pytest.mark.django_db
+def test_a_frozen_redis_fails_a_call_within_the_socket_timeout_then_at_once(own_redis) -> None:
+    client = redis_connection()
+    client.set("probe", "1")
+    own_redis.freeze()
+    took = []
+    for _ in range(2):
+        started = time.perf_counter()
+        with pytest.raises(RedisError):
+            client.get("probe")
+        took.append(time.perf_counter() - started)
+    own_redis.thaw()
+    timeout = settings.REDIS_SOCKET_TIMEOUT_SECONDS
+    assert timeout <= took[0] < timeout + 0.5, took  # one timeout, no retries
+    assert took[1] < 0.05, took  # the same server is then not waited on again
+    redis_client._failed_until.clear()
+    assert client.get("probe") == b"1"  # thawed: the pool reconnects
+
+
+@pytest.mark.django_db
+def test_short_term_reads_meeting_a_frozen_redis_are_503_within_one_timeout(own_redis, owner):
+    _start_session(owner)
+    assert owner.get(reverse("memories:stm"), {"user_id": "u_1"}).status_code == 200
+    own_redis.freeze()
+    started = time.perf_counter()
+    response = owner.get(reverse("memories:stm"), {"user_id": "u_1"})
+    elapsed = time.perf_counter() - started
+    _assert_unavailable(response)
+    assert elapsed < settings.REDIS_SOCKET_TIMEOUT_SECONDS + 1.0, elapsed
+
+
+# --- the Celery broker -------------------------------------------------------------------------
+@pytest.fixture
+def own_broker(own_redis) -> Iterator[RedisServer]:
+    """Tasks published for real, to a broker on the test's own Redis server (database 1)."""
+    saved = celery_app.conf.broker_url, celery_app.conf.task_always_eager
+
+    def reset_pools() -> None:  # kombu keeps the pools by URL: dropping ours is enough
+        celery_app._pool = None
+        celery_app.amqp._producer_pool = None
+
+    reset_pools()
+    celery_app.conf.broker_url = own_redis.url.replace("/0", "/1")
+    celery_app.conf.task_always_eager = False
+    yield own_redis
+    own_redis.thaw()
+    reset_pools()
+    celery_app.conf.broker_url, celery_app.conf.task_always_eager = saved
+
+
+def _queued(server: RedisServer) -> int:
+    broker = redis.Redis.from_url(server.url.replace("/0", "/1"))
+    return int(broker.llen(settings.CELERY_TASK_DEFAULT_QUEUE))
+
+
+@pytest.mark.django_db
+def test_a_publish_to_a_frozen_broker_fails_within_the_socket_timeout_then_at_once(own_broker):
+    stm_expire_sweep_task.delay()
+    assert _queued(own_broker) == 1  # published for real
+    own_broker.freeze()
+    took = []
+    for _ in range(2):
+        started = time.perf_counter()
+        with pytest.raises(StoreUnavailable):
+            stm_expire_sweep_task.delay()
+        took.append(time.perf_counter() - started)
+    timeout = settings.CELERY_BROKER_SOCKET_TIMEOUT_SECONDS
+    assert timeout <= took[0] < timeout + 1.0, took  # one timeout, no publish retries
+    assert took[1] < 0.05, took
+
+
+@pytest.mark.django_db
+def test_an_append_meeting_a_frozen_redis_and_broker_answers_within_one_timeout(
+    own_broker, owner
+) -> None:
+    # Given a warm key cache and a session (its extraction and history drain published),
+    _start_session(owner)
+    # when the one Redis server behind the cache, short-term memory and the broker freezes,
+    own_broker.freeze()
+    started = time.perf_counter()
+    response = owner.post(
+        reverse(EVENTS, kwargs={"session_id": "s_1"}),
+        {"user_id": "u_1", "events": [{"role": "user", "content": "createOrder 又超时了"}]},
+        format="json",
+    )
+    elapsed = time.perf_counter() - started
+    # the append is stored (PostgreSQL and transcript storage are up) and answered at once:
+    # its extraction and history drain are left to the catch-up beat jobs.
+    assert response.status_code == 201, response.content
+    assert Session.objects.get(external_id="s_1").event_count == 2
+    assert elapsed < settings.CELERY_BROKER_SOCKET_TIMEOUT_SECONDS + 1.0, elapsed
 
 
 @pytest.mark.django_db

@@ -63,6 +63,8 @@ def _item(**changes: Any) -> dict[str, Any]:
         "entities": [],
         "tags": [],
         "source": {"kind": "proposal"},
+        "source_kind": "proposal",
+        "trust": "untrusted",
         "confidence": 0.5,
         "importance": 0.5,
         "created_at": "2026-01-01T00:00:00+00:00",

@@ -491,3 +491,63 @@ def test_replaying_an_erased_session_is_410(owner: APIClient) -> None:
     page = events_after(session=Session.objects.get(external_id="gone-1"))
     assert (page.events, page.has_more) == ([], False)
     assert layer0_counts() == before
+
+
+@pytest.fixture
+def full_disk(settings):
+    real = settings.STORAGES
+    settings.STORAGES = {
+        **real,
+        "transcripts": {**real["transcripts"], "BACKEND": "tests.storages.FullDiskStorage"},
+    }
+    yield
+    settings.STORAGES = real
+
+
+@pytest.mark.django_db
+def test_an_append_refused_by_a_full_disk_leaves_no_empty_segment_file(
+    owner: APIClient, tenant, full_disk
+) -> None:
+    response = append(owner, "s-full", [{"role": "user", "content": "hello"}])
+
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "store_unavailable"
+    root = Path(transcript_storage().location) / str(tenant.pk)  # type: ignore[attr-defined]
+    assert not [p for p in root.rglob("*") if p.is_file()]
+
+
+@pytest.mark.django_db
+def test_verify_transcripts_reports_and_removes_old_orphan_objects(
+    owner: APIClient, tenant, capsys
+) -> None:
+    import os
+    import time
+
+    from django.core.management import call_command
+
+    append(owner, "s-1", [{"role": "user", "content": "a"}])
+    segment = Segment.objects.get(session__external_id="s-1")
+    folder = Path(transcript_storage().path(segment.path)).parent
+    # an empty object a full disk left an hour ago, and one an append in flight just wrote
+    empty = folder / "00000002-0badf00d.jsonl"
+    empty.write_bytes(b"")
+    os.utime(empty, (time.time() - 3600, time.time() - 3600))
+    in_flight = folder / "00000002-5ca1ab1e.jsonl"
+    in_flight.write_bytes(b'{"header": {}}\n')
+
+    call_command("verify_transcripts", "--tenant", tenant.slug)
+    report = capsys.readouterr().out
+    assert "0 broken" in report
+    assert f"ORPHAN {tenant.pk}/{segment.session_id}/00000002-0badf00d.jsonl (0 bytes, empty" in (
+        report
+    )
+    assert "00000002-5ca1ab1e.jsonl (15 bytes," in report
+    assert "2 orphan object(s); --remove-orphans deletes the 1 older" in report
+    assert empty.exists()  # reporting removes nothing
+
+    call_command("verify_transcripts", "--tenant", tenant.slug, "--remove-orphans")
+    assert "2 orphan object(s), 1 removed" in capsys.readouterr().out
+    assert not empty.exists() and in_flight.exists()
+    assert Path(transcript_storage().path(segment.path)).exists()  # segments are never orphans
+    call_command("verify_transcripts", "--session", "s-1")
+    assert "1 orphan object(s)" in capsys.readouterr().out

@@ -40,6 +40,7 @@ from agent_memory_client.models import (
     LtmSearchRequest,
     LtmSearchResponse,
     ProfilePatch,
+    ProfilePatchResponse,
     ProfileResponse,
     PromotionsQuery,
     PromotionsResponse,
@@ -162,9 +163,9 @@ class MemoryClient:
     def get_profile(self, user_id: str) -> ProfileResponse:
         return cast(ProfileResponse, self._call(ops.get_profile(user_id)))
 
-    def update_profile(self, user_id: str, **patch: Unpack[ProfilePatch]) -> ProfileResponse:
+    def update_profile(self, user_id: str, **patch: Unpack[ProfilePatch]) -> ProfilePatchResponse:
         """Change profile fields, preferences, roles and facts in one step (admin key)."""
-        return cast(ProfileResponse, self._call(ops.update_profile(user_id, dict(patch))))
+        return cast(ProfilePatchResponse, self._call(ops.update_profile(user_id, dict(patch))))
 
     # --- short-term memory (Layer 2) --------------------------------------------------------
 
@@ -329,8 +330,12 @@ class AsyncMemoryClient:
     async def get_profile(self, user_id: str) -> ProfileResponse:
         return cast(ProfileResponse, await self._call(ops.get_profile(user_id)))
 
-    async def update_profile(self, user_id: str, **patch: Unpack[ProfilePatch]) -> ProfileResponse:
-        return cast(ProfileResponse, await self._call(ops.update_profile(user_id, dict(patch))))
+    async def update_profile(
+        self, user_id: str, **patch: Unpack[ProfilePatch]
+    ) -> ProfilePatchResponse:
+        return cast(
+            ProfilePatchResponse, await self._call(ops.update_profile(user_id, dict(patch)))
+        )
 
     async def propose_memories(
         self, proposals: Sequence[Proposal], *, dry_run: bool = False

@@ -15,6 +15,7 @@ Role = Literal["user", "assistant", "tool", "system"]
 StmMemoryType = Literal["fact", "decision", "hypothesis", "observation", "constraint", "preference"]
 LtmMemoryType = Literal["semantic_fact", "episodic_case", "procedure", "preference", "knowledge"]
 Layer = Literal["postgres", "redis", "ltm", "history"]
+Trust = Literal["trusted", "untrusted"]
 SearchMode = Literal["lexical", "vector", "hybrid"]
 CardStatus = Literal["active", "archived"]
 ReviewStatus = Literal["pending", "approved", "rejected"]
@@ -134,6 +135,12 @@ class ProfileResponse(TypedDict):
     facts: list[dict[str, Any]]
 
 
+class ProfilePatchResponse(ProfileResponse):
+    # Values held for review because they read as an instruction to the model (each with its
+    # quarantine `id`, `reason` code and `field`, e.g. "preferences.0.value"); not written.
+    quarantined: list[dict[str, str]]
+
+
 # --- short-term memory ----------------------------------------------------------------------
 
 
@@ -167,6 +174,14 @@ class ProposalsRequest(TypedDict, closed=True):
     proposals: list[Proposal]
 
 
+class Quarantine(TypedDict):
+    """A write held for review because it reads as an instruction to the model."""
+
+    id: str  # "" in a dry run
+    reason: str  # instruction_override | prompt_disclosure | role_change | fake_marker
+    field: str
+
+
 class ProposalResult(TypedDict):
     index: int
     outcome: str
@@ -174,6 +189,12 @@ class ProposalResult(TypedDict):
     version: int | None
     superseded_id: str | None
     redacted: list[str]
+    source_kind: str  # proposal (an agent's), user, assistant, tool, llm, reviewer, import
+    trust: Trust
+    held_for_verification: bool  # an untrusted rule, stored for a reviewer, not written
+    hold_reason: str  # untrusted_constraint | untrusted_preference | untrusted_profile_fact | ""
+    verification_id: str | None
+    quarantine: Quarantine | None
     accepted: bool
     score: float
     threshold_breakdown: dict[str, float]
@@ -228,6 +249,8 @@ class StmItem(TypedDict):
     superseded_by: str
     verified: bool
     remember: bool
+    source_kind: str
+    trust: Trust  # only a trusted item is injected as a rule
 
 
 class StmItemWithProvenance(StmItem):
@@ -263,9 +286,10 @@ class CardImportRequest(TypedDict, closed=True):
 
 
 class ImportedCard(TypedDict):
-    memory_id: str
-    version: int
-    outcome: str
+    memory_id: str | None  # None when quarantined
+    version: int | None
+    outcome: str  # created | updated | unchanged | quarantined
+    quarantine: Quarantine | None
 
 
 class CardImportResponse(TypedDict):
@@ -339,6 +363,7 @@ class RecallRequest(TypedDict, closed=True):
     k: NotRequired[int]
     layers: NotRequired[list[Layer]]
     explain: NotRequired[bool]
+    user_stated_only: NotRequired[bool]  # leave out what no trusted source said
 
 
 class RecallItem(TypedDict):
@@ -355,6 +380,8 @@ class RecallItem(TypedDict):
     relevance: float
     canonical_fact_key: str
     provenance: dict[str, Any]
+    source_kind: str
+    trust: Trust  # untrusted memories are evidence, injected as quoted, attributed data
 
 
 class RecallResponse(TypedDict):

@@ -97,6 +97,8 @@ local function upsert_one(new)
   merged.expires_at = larger(existing.expires_at, new.expires_at)
   if new.verified == '1' then merged.verified = '1' end
   if new.remember == '1' then merged.remember = '1' end
+  -- the user's word stays the user's when an agent repeats it, and becomes it when they say it
+  if new.trust == 'trusted' then merged.trust = 'trusted' end
   save(merged)
   index(merged, merged_lists)
   return {'merged', merged.id, tonumber(merged.version), '', merged.expires_at, previous}

@@ -10,7 +10,7 @@ from memories.compression.dependency import Dependency, classify_tool_results
 from memories.compression.plan import compress as plan_compress
 from memories.recall.compress import estimate_tokens
 from memories.stm.items import StmItem
-from memories.write.candidates import Candidate
+from memories.write.candidates import Candidate, SourceKind
 from memories.write.services import Outcome, proposals_submit
 from memoryproject import redis_keys as keys
 from memoryproject.redis_client import redis_connection
@@ -123,6 +123,7 @@ MEMORIES = [
         memory_type="constraint",
         subtype="user_constraint",
         summary="Never restart prod pods without approval",
+        source_kind=SourceKind.USER,
         verified=True,
         confidence=0.9,
         importance=0.9,

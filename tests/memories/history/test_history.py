@@ -30,6 +30,7 @@ from memoryproject.redis_client import redis_connection
 from tests.factories import StaffUserFactory
 from tests.memories.review.test_erasure import seed_user
 from transcripts.models import Session
+from transcripts.storage import segment_delete
 
 MAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 CARD_SENTENCE = "我的银行卡号是 6222 0212 3456 7890 123，帮我记住"
@@ -330,6 +331,34 @@ def test_a_store_outage_keeps_the_rows_for_a_later_drain(
     assert history_services.history_outbox_drain().indexed == 1
     assert not HistoryOutbox.objects.exists()
     assert history_search(tenant=tenant, user_id="u_1", query="lighthouse").hits
+
+
+def test_a_session_whose_segment_is_gone_is_parked_and_others_still_index(
+    tenant, owner, django_capture_on_commit_callbacks
+) -> None:
+    redis_connection().set(keys.history_drain_scheduled(), "1", ex=60)
+    lost = [{"id": "g-1", "role": "user", "content": "The harbour trip was cancelled"}]
+    kept = [{"id": "k-1", "role": "user", "content": "Remember the lighthouse trip"}]
+    append(owner, "s-gone", "u_1", lost, django_capture_on_commit_callbacks)
+    append(owner, "s-kept", "u_1", kept, django_capture_on_commit_callbacks)
+    # the storage lost the first session's segment object
+    gone = Session.objects.get(tenant=tenant, external_id="s-gone").segments.get()
+    segment_delete(name=gone.path)
+
+    drained = history_services.history_outbox_drain()
+
+    assert drained.indexed == 1
+    assert history_search(tenant=tenant, user_id="u_1", query="lighthouse").hits
+    [row] = HistoryOutbox.objects.all()
+    assert row.session.external_id == "s-gone" and row.attempts == 1
+    assert row.last_error.startswith(history_services.MISSING_SEGMENT)
+    # tried again a few times (the object may be on its way), then parked
+    for _ in range(history_services.PARK_ATTEMPTS - 1):
+        assert history_services.history_outbox_drain().indexed == 0
+    lag = history_services.history_lag()
+    assert lag["parked_rows"] == 1 and lag["pending_rows"] == 0
+    # a later drain does not read it again, nor fail on it
+    assert history_services.history_outbox_drain().rows == 0
 
 
 def test_a_tenant_can_switch_history_off(tenant, owner, django_capture_on_commit_callbacks) -> None:

@@ -223,7 +223,8 @@ def test_the_same_fact_in_both_layers_is_kept_once_from_redis(tenant, owner) -> 
 
 
 @pytest.mark.django_db
-def test_postgres_wins_a_permission_conflict(owner: APIClient, seeded) -> None:
+def test_postgres_wins_a_permission_conflict(trusted_owner: APIClient, seeded) -> None:
+    owner = trusted_owner  # a trusted writer: its rules are the user's word
     [claim] = propose(
         owner,
         [

@@ -70,8 +70,9 @@ def seed_shape(owner, tenant, capture, shape: dict[str, bool], user: str = "u_42
                         {
                             "user_id": user,
                             "session_id": "s_1",
-                            "memory_type": "constraint",
-                            "summary": "Never deploy on Fridays",
+                            # a fact: an agent's constraint would wait for verification
+                            "memory_type": "fact",
+                            "summary": "The billing service runs on Kubernetes",
                             "confidence": 0.9,
                             "importance": 0.8,
                             "verified": True,

@@ -15,8 +15,9 @@ from tests.memories.review.test_erasure import SECRET_PHRASE, seed_user
 
 
 def test_export_holds_every_layer_and_archived_cards(
-    tenant, owner, stranger, django_capture_on_commit_callbacks
+    tenant, trusted_owner, stranger, django_capture_on_commit_callbacks
 ) -> None:
+    owner = trusted_owner  # a trusted writer: its rules are the user's word
     seeded = seed_user(owner, tenant, django_capture_on_commit_callbacks)
     seed_user(owner, tenant, django_capture_on_commit_callbacks, "u_7", "s_7")
     # One card is old, unused and unimportant: forgetting archives it.

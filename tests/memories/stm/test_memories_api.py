@@ -125,7 +125,8 @@ def test_repeating_a_fact_merges_it_and_a_new_value_supersedes(owner: APIClient)
 
 
 @pytest.mark.django_db
-def test_card_and_id_numbers_are_redacted_before_writing(owner: APIClient) -> None:
+def test_card_and_id_numbers_are_redacted_before_writing(trusted_owner: APIClient) -> None:
+    owner = trusted_owner  # a trusted writer: its rules are the user's word
     result = owner.post(
         PROPOSALS,
         {
@@ -173,7 +174,8 @@ def test_bad_proposals_are_400_and_write_nothing(owner: APIClient, body, field) 
 
 
 @pytest.mark.django_db
-def test_list_filters_and_pages_newest_first(owner: APIClient) -> None:
+def test_list_filters_and_pages_newest_first(trusted_owner: APIClient) -> None:
+    owner = trusted_owner  # a trusted writer: its rules are the user's word
     owner.post(
         PROPOSALS,
         {

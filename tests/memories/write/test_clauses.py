@@ -165,8 +165,9 @@ def test_the_quickstart_sentence_from_a_transcript_lands_as_two_items(
 
 @pytest.mark.django_db
 def test_a_proposal_with_and_i_is_one_statement(
-    tenant, owner: APIClient, django_capture_on_commit_callbacks
+    tenant, trusted_owner: APIClient, django_capture_on_commit_callbacks
 ) -> None:
+    owner = trusted_owner  # a trusted writer: its rules are the user's word
     proposal: dict[str, Any] = {
         "user_id": "u_prop",
         "session_id": "s_prop",

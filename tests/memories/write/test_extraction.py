@@ -178,3 +178,38 @@ def test_system_events_move_a_caught_up_cursor_without_a_task(
     finally:
         current_app.conf.task_always_eager = True
         broker.delete(queue)
+
+
+@pytest.mark.django_db
+def test_a_run_that_lost_its_lease_commits_nothing_once_another_took_over(
+    tenant, owner: APIClient, monkeypatch
+) -> None:
+    from memories.tasks import stm_extract_task
+    from memories.write import extraction
+    from memoryproject import redis_keys as keys
+    from memoryproject.redis_client import redis_connection
+
+    append(owner, CONVERSATION)  # on_commit not run: nothing extracted yet
+    session = Session.objects.get(external_id="s-1")
+    taken_over: list[str] = []
+
+    class SlowModel:
+        """The LLM extractor of a page during which the first run's lease lapsed."""
+
+        def extract(self, *, events, context):  # noqa: ANN001, ANN201
+            if not taken_over:
+                taken_over.append("")
+                redis_connection().delete(keys.lock(f"extract:{session.pk}"))  # lapsed
+                taken_over[0] = session_extract(session_pk=session.pk)  # the run taking over
+            return []
+
+    monkeypatch.setattr(extraction, "llm_extractor", lambda: SlowModel())
+    status = stm_extract_task.apply(kwargs={"session_pk": session.pk}).get()
+
+    assert taken_over == ["extracted 1-7"]
+    assert status == "lease lost"  # the first run stopped before submitting or advancing
+    cursor = ExtractionCursor.objects.get(pk=session.pk)
+    assert (cursor.extracted_seq, cursor.fence) == (7, 2)
+    assert items(tenant)  # what the run that took over wrote
+    assert stm_extract_task.apply(kwargs={"session_pk": session.pk}).get() == "up_to_date"
+    assert ExtractionCursor.objects.get(pk=session.pk).fence == 3

@@ -209,8 +209,11 @@ STATEMENTS = [
 
 @pytest.mark.django_db
 def test_the_proposals_api_and_the_transcript_path_decide_alike(
-    tenant, owner: APIClient, django_capture_on_commit_callbacks
+    tenant, trusted_owner: APIClient, django_capture_on_commit_callbacks
 ) -> None:
+    # A key its tenant trusts to write the user's word: an untrusted agent's proposal claims
+    # less confidence, and its rules wait for a reviewer (test_verification.py).
+    owner = trusted_owner
     vocabulary = default_vocabulary()
     for n, (sentence, memory_type, remember) in enumerate(STATEMENTS):
         # the transcript path

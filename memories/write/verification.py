@@ -1,0 +1,137 @@
+"""The verification queue: what an untrusted source proposed as a rule waits here for a reviewer.
+
+Approving (as shown or edited) writes it through the write path as a trusted short-term item
+whose source is the reviewer; rejecting keeps it out, and the same candidate proposed again is
+refused (`rejected_in_verification`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from memories.audit.services import Action, Actor, audit_record
+from memories.write.candidates import SourceKind
+from memories.write.models import VerificationRequest
+from memories.write.services import Outcome, candidate_of, proposals_submit
+from memoryproject.errors import Conflict, ErrorCode, Invalid
+
+EDITABLE = ("summary",)
+
+
+def _locked_pending(request: VerificationRequest) -> VerificationRequest:
+    locked = (
+        VerificationRequest.objects.select_for_update(of=("self",))
+        .select_related("tenant", "end_user")
+        .get(pk=request.pk)
+    )
+    if locked.status != VerificationRequest.Status.PENDING:
+        raise Conflict(
+            f"Verification {locked.request_id} was already {locked.status}.",
+            code=ErrorCode.ALREADY_DECIDED,
+        )
+    return locked
+
+
+def _decide(request: VerificationRequest, *, status: str, reviewer: Any, reason: str) -> None:
+    request.status = status
+    request.decided_by = reviewer
+    request.decided_at = timezone.now()
+    request.decision_reason = reason
+    request.save()
+
+
+@transaction.atomic
+def verification_approve(
+    *,
+    request: VerificationRequest,
+    reviewer: AbstractBaseUser,
+    edits: Mapping[str, Any] | None = None,
+    reason: str = "",
+) -> VerificationRequest:
+    """Write the held candidate (with the reviewer's edits) as a trusted short-term item.
+
+    The edited text is redacted like any other; one of nothing but sensitive data is `Invalid`.
+    A candidate the write policy now refuses (say, its session is gone) is a `Conflict`, and
+    nothing is decided.
+    """
+    request = _locked_pending(request)
+    unknown = set(edits or {}) - set(EDITABLE)
+    if unknown:
+        raise Invalid(
+            f"Only {', '.join(EDITABLE)} can be edited.",
+            fields={name: ["Not editable."] for name in sorted(unknown)},
+        )
+    summary = str((edits or {}).get("summary", request.summary)).strip()
+    if not summary:
+        raise Invalid("The summary cannot be empty.", fields={"summary": ["Required."]})
+    held = candidate_of(request.candidate)
+    candidate = replace(
+        held,
+        summary=summary,
+        source_kind=SourceKind.REVIEWER,
+        trusted_writer=False,
+        detail={
+            **held.detail,
+            "verification": {
+                "request_id": request.request_id,
+                "proposed_by": request.source_kind,
+                "edited": summary != request.summary,
+            },
+        },
+    )
+    actor = Actor.staff(reviewer)
+    try:
+        (result,) = proposals_submit(tenant=request.tenant, candidates=[candidate], actor=actor)
+    except Invalid as exc:  # the edited summary held nothing but sensitive data
+        raise Invalid(exc.message, fields={"summary": ["Nothing but sensitive data."]}) from exc
+    if result.outcome == Outcome.REFUSED:
+        raise Conflict(
+            f"The write policy refuses it now ({result.decision.refusal}); nothing was decided."
+        )
+    request.result_ref = result.item_id
+    _decide(request, status=VerificationRequest.Status.APPROVED, reviewer=reviewer, reason=reason)
+    audit_record(
+        tenant=request.tenant,
+        action=Action.APPROVE,
+        actor=actor,
+        object_type="verification_request",
+        object_id=request.request_id,
+        before={"summary": request.summary},
+        after={"summary": summary, "item_id": result.item_id},
+        reason=reason,
+        end_user_pk=request.end_user_id,
+    )
+    return request
+
+
+@transaction.atomic
+def verification_reject(
+    *, request: VerificationRequest, reviewer: AbstractBaseUser, reason: str
+) -> VerificationRequest:
+    """Keep the held candidate out for good: proposed again, it is refused."""
+    if not reason.strip():
+        raise Invalid("Say why it is rejected.", fields={"reason": ["Required."]})
+    request = _locked_pending(request)
+    _decide(
+        request,
+        status=VerificationRequest.Status.REJECTED,
+        reviewer=reviewer,
+        reason=reason.strip(),
+    )
+    audit_record(
+        tenant=request.tenant,
+        action=Action.REJECT,
+        actor=Actor.staff(reviewer),
+        object_type="verification_request",
+        object_id=request.request_id,
+        before={"summary": request.summary},
+        reason=reason.strip(),
+        end_user_pk=request.end_user_id,
+    )
+    return request
