@@ -97,7 +97,15 @@ def cards_import(
     outbox rows and one of their audit events), so an import costs a few round trips, and the
     tenant's audit lock is taken once, last, and held only until the commit.
     """
-    cards = redacted_cards(cards, redactor=redactor_for(tenant), path="cards")
+    redacted = redacted_cards(cards, redactor=redactor_for(tenant), path="cards")
+    return _cards_write(tenant=tenant, cards=redacted, positions=range(len(redacted)), actor=actor)
+
+
+def _cards_write(
+    *, tenant: Tenant, cards: Sequence[CardInput], positions: Sequence[int], actor: Actor | None
+) -> list[tuple[LtmCard, str]]:
+    """Write redacted cards (in the caller's transaction); `positions` are their indexes in
+    the request, for the names of the fields a refusal gives."""
     project_keys = {c.project for c in cards if c.project}
     projects = {p.key: p for p in Project.objects.filter(tenant=tenant, key__in=project_keys)}
     missing = sorted(project_keys - projects.keys())
@@ -117,7 +125,7 @@ def cards_import(
     now = timezone.now()
     results: list[tuple[LtmCard, str]] = []
     problems: dict[str, list[str]] = {}
-    for index, given in enumerate(cards):
+    for index, given in zip(positions, cards, strict=True):
         values: dict[str, Any] = {name: getattr(given, name) for name in CARD_FIELDS}
         values["entities"], values["tags"] = list(given.entities), list(given.tags)
         end_user, project = users.get(given.user_id), projects.get(given.project)
@@ -215,8 +223,11 @@ def cards_import_screened(
             user_id=card.user_id,
         )
         held[index] = held_view(quarantine_id=held_id, finding=finding)
-    passed = [card for index, card in enumerate(redacted) if index not in held]
-    written = iter(cards_import(tenant=tenant, cards=passed, actor=actor) if passed else [])
+    passing = [index for index in range(len(redacted)) if index not in held]
+    passed = [redacted[index] for index in passing]
+    written = iter(
+        _cards_write(tenant=tenant, cards=passed, positions=passing, actor=actor) if passed else []
+    )
     results = []
     for index in range(len(redacted)):
         if index in held:
