@@ -297,7 +297,10 @@ def main() -> None:
         remove_everything(run)
         queue = settings.CELERY_TASK_DEFAULT_QUEUE
         broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-        broker.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+        # The queue and kombu's bindings of it (`_kombu.binding.<queue>`, ...).
+        stale = list(broker.scan_iter(match=f"*{queue}*", count=1000))
+        if stale:
+            broker.delete(*stale)
 
 
 if __name__ == "__main__":
