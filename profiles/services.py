@@ -12,6 +12,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import QuerySet
+from django.db.models.signals import post_save
 from django.utils import timezone
 
 from memories.audit.services import Action, Actor, audit_record
@@ -242,6 +243,29 @@ def end_user_get_or_create(*, tenant: Tenant, external_id: str) -> EndUser:
     except IntegrityError:  # a concurrent request created it first
         end_user = EndUser.objects.get(tenant=tenant, external_id=external_id)
     return end_user
+
+
+def end_users_get_or_create(*, tenant: Tenant, external_ids: Iterable[str]) -> dict[str, EndUser]:
+    """The tenant's end users with these ids by id, the unknown ones created: one read, one
+    insert of the missing, one read back (a user created concurrently is simply found)."""
+    wanted = set(external_ids)
+    found = {
+        u.external_id: u for u in EndUser.objects.filter(tenant=tenant, external_id__in=wanted)
+    }
+    missing = sorted(wanted - found.keys())
+    if missing:
+        EndUser.objects.bulk_create(
+            [EndUser(tenant=tenant, external_id=external_id) for external_id in missing],
+            ignore_conflicts=True,
+        )
+        for end_user in EndUser.objects.filter(tenant=tenant, external_id__in=missing):
+            found[end_user.external_id] = end_user
+            # bulk_create sends no signals; receivers of a new end user (cached recall
+            # context, say) hear of it as from a save.
+            post_save.send(
+                sender=EndUser, instance=end_user, created=True, raw=False, using="default"
+            )
+    return found
 
 
 def _write_version(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -15,6 +16,7 @@ from memories.ltm.models import LtmCard
 from memories.ltm.selectors import MODES, ltm_search
 from memories.ltm.serializers import CardImportOutputSerializer, LtmSearchOutputSerializer
 from memories.ltm.services import CardInput, cards_import_screened
+from memoryproject.errors import PayloadTooLarge
 from memoryproject.fields import (
     StrictCharField,
     StrictFloatField,
@@ -24,7 +26,6 @@ from memoryproject.fields import (
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator, slug_validator
 
-MAX_IMPORT = 500
 MAX_SOURCE_KINDS = 20
 
 
@@ -70,7 +71,8 @@ class CardInputSerializer(StrictSerializer):
 
 
 class CardImportApi(APIView):
-    """Bulk import of knowledge cards (all or nothing); a known `id` updates its card.
+    """Bulk import of knowledge cards (all or nothing); a known `id` updates its card; more
+    than `LTM_IMPORT_MAX_CARDS` cards is a 413.
 
     A card whose text reads as an instruction to the model is held for review (outcome
     `quarantined`, with its quarantine id and reason) and nothing of it is written.
@@ -79,9 +81,7 @@ class CardImportApi(APIView):
     required_scopes = {"POST": "admin"}
 
     class ImportInputSerializer(StrictSerializer):
-        cards = CardInputSerializer(  # type: ignore[call-arg]  # ListSerializer takes max_length
-            many=True, allow_empty=False, max_length=MAX_IMPORT
-        )
+        cards = CardInputSerializer(many=True, allow_empty=False)
 
         def validate_cards(self, cards: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ids = [c["id"] for c in cards if c["id"]]
@@ -91,6 +91,14 @@ class CardImportApi(APIView):
 
     @extend_schema(request=ImportInputSerializer, responses={201: CardImportOutputSerializer})
     def post(self, request: Request) -> Response:
+        # Counted before validation, so an oversized import costs nothing but this check.
+        limit = settings.LTM_IMPORT_MAX_CARDS
+        given = request.data.get("cards") if isinstance(request.data, dict) else None
+        if isinstance(given, list) and len(given) > limit:
+            raise PayloadTooLarge(
+                f"At most {limit} cards per import; send more in several imports.",
+                fields={"cards": [f"{len(given)} cards given, at most {limit} allowed."]},
+            )
         serializer = self.ImportInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         cards = [

@@ -15,10 +15,12 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
+from django.utils import timezone
 
-from memories.audit.services import Action, Actor, audit_record
+from memories.audit.services import Action, Actor, AuditEntry, audit_record_many
 from memories.ltm.embedder import embedder
 from memories.ltm.models import LtmCard, LtmOutbox
 from memories.ltm.scope import CardDocument
@@ -35,9 +37,13 @@ from memoryproject.redaction import (
     redactor_for,
 )
 from profiles.models import Project, Tenant
-from profiles.services import end_user_get_or_create
+from profiles.services import end_users_get_or_create
 
 logger = logging.getLogger(__name__)
+
+# Rows per INSERT or UPDATE of an import: a card has about 20 columns, so 1,000 rows stay far
+# below PostgreSQL's 65,535 parameters per statement.
+WRITE_BATCH = 1000
 
 CARD_FIELDS = (
     "memory_type",
@@ -85,10 +91,21 @@ def cards_import(
     """Create or update cards as one unit; returns each card with created/updated/unchanged.
 
     A card with the `external_id` of an existing one updates it (a new version). Every text
-    is redacted first; a field that held nothing but sensitive content refuses the whole
-    import (`Invalid` naming `cards.<index>.<field>`).
+    is redacted first; a field that held nothing but sensitive content, or a card the ledger
+    refuses, refuses the whole import (`Invalid` naming `cards.<index>.<field>`). The writes
+    are batched (one INSERT of the new cards, one UPDATE of the changed, one INSERT of their
+    outbox rows and one of their audit events), so an import costs a few round trips, and the
+    tenant's audit lock is taken once, last, and held only until the commit.
     """
-    cards = redacted_cards(cards, redactor=redactor_for(tenant), path="cards")
+    redacted = redacted_cards(cards, redactor=redactor_for(tenant), path="cards")
+    return _cards_write(tenant=tenant, cards=redacted, positions=range(len(redacted)), actor=actor)
+
+
+def _cards_write(
+    *, tenant: Tenant, cards: Sequence[CardInput], positions: Sequence[int], actor: Actor | None
+) -> list[tuple[LtmCard, str]]:
+    """Write redacted cards (in the caller's transaction); `positions` are their indexes in
+    the request, for the names of the fields a refusal gives."""
     project_keys = {c.project for c in cards if c.project}
     projects = {p.key: p for p in Project.objects.filter(tenant=tenant, key__in=project_keys)}
     missing = sorted(project_keys - projects.keys())
@@ -96,22 +113,24 @@ def cards_import(
         raise Invalid(
             "Unknown project(s).", fields={"project": [f"No project {k!r}." for k in missing]}
         )
-    users = {
-        u: end_user_get_or_create(tenant=tenant, external_id=u)
-        for u in sorted({c.user_id for c in cards if c.user_id})
-    }
+    users = end_users_get_or_create(
+        tenant=tenant, external_ids={c.user_id for c in cards if c.user_id}
+    )
     existing = {
         card.external_id: card
         for card in LtmCard.objects.select_for_update().filter(
             tenant=tenant, external_id__in=[c.external_id for c in cards if c.external_id]
         )
     }
+    now = timezone.now()
     results: list[tuple[LtmCard, str]] = []
-    for given in cards:
+    problems: dict[str, list[str]] = {}
+    for index, given in zip(positions, cards, strict=True):
         values: dict[str, Any] = {name: getattr(given, name) for name in CARD_FIELDS}
         values["entities"], values["tags"] = list(given.entities), list(given.tags)
-        values["end_user"] = users.get(given.user_id)
-        values["project"] = projects.get(given.project)
+        end_user, project = users.get(given.user_id), projects.get(given.project)
+        values["end_user_id"] = end_user.pk if end_user else None
+        values["project_id"] = project.pk if project else None
         card = existing.get(given.external_id) if given.external_id else None
         if card is None:
             card = LtmCard(
@@ -126,13 +145,38 @@ def cards_import(
                 setattr(card, name, value)
             card.status = LtmCard.Status.ACTIVE
             card.version += 1
+            card.updated_at = now
             outcome = "updated"
-        card.full_clean(validate_unique=False, validate_constraints=False)
-        card.save()
-        LtmOutbox.objects.create(card=card, version=card.version)
+        try:
+            # The related rows were just read (or created), so their checks, a query per
+            # card each, are left out.
+            card.full_clean(
+                exclude=["tenant", "end_user", "project"],
+                validate_unique=False,
+                validate_constraints=False,
+            )
+        except ValidationError as error:
+            for name, messages in error.message_dict.items():
+                problems[f"cards.{index}.{name}"] = list(messages)
         results.append((card, outcome))
-    _audit_cards(tenant, results, actor or Actor.job("import"))
-    transaction.on_commit(outbox_drain_enqueue)
+    if problems:
+        raise Invalid("A card is not valid.", fields=problems)
+    LtmCard.objects.bulk_create(
+        [card for card, outcome in results if outcome == "created"], batch_size=WRITE_BATCH
+    )
+    LtmCard.objects.bulk_update(
+        [card for card, outcome in results if outcome == "updated"],
+        [*CARD_FIELDS, "end_user", "project", "status", "version", "updated_at"],
+        batch_size=WRITE_BATCH,
+    )
+    changed = [(card, outcome) for card, outcome in results if outcome != "unchanged"]
+    LtmOutbox.objects.bulk_create(
+        [LtmOutbox(card=card, version=card.version) for card, _ in changed],
+        batch_size=WRITE_BATCH,
+    )
+    _audit_cards(tenant, changed, actor or Actor.job("import"))
+    if changed:
+        transaction.on_commit(outbox_drain_enqueue)
     return results
 
 
@@ -179,8 +223,11 @@ def cards_import_screened(
             user_id=card.user_id,
         )
         held[index] = held_view(quarantine_id=held_id, finding=finding)
-    passed = [card for index, card in enumerate(redacted) if index not in held]
-    written = iter(cards_import(tenant=tenant, cards=passed, actor=actor) if passed else [])
+    passing = [index for index in range(len(redacted)) if index not in held]
+    passed = [redacted[index] for index in passing]
+    written = iter(
+        _cards_write(tenant=tenant, cards=passed, positions=passing, actor=actor) if passed else []
+    )
     results = []
     for index in range(len(redacted)):
         if index in held:
@@ -191,24 +238,26 @@ def cards_import_screened(
     return results
 
 
-def _audit_cards(tenant: Tenant, results: Sequence[tuple[LtmCard, str]], actor: Actor) -> None:
-    """One audit event per card created or updated."""
-    for card, outcome in results:
-        if outcome == "unchanged":
-            continue
-        audit_record(
-            tenant=tenant,
-            action=Action.CREATE if outcome == "created" else Action.UPDATE,
-            actor=actor,
-            object_type="ltm_card",
-            object_id=card.memory_id,
-            after={
-                name: value.isoformat() if isinstance(value, datetime) else value
-                for name, value in ((n, getattr(card, n)) for n in CARD_FIELDS)
-            },
-            end_user_pk=card.end_user_id,
-            details={"version": card.version},
-        )
+def _audit_cards(tenant: Tenant, changed: Sequence[tuple[LtmCard, str]], actor: Actor) -> None:
+    """One audit event per card created or updated, all appended at once."""
+    audit_record_many(
+        tenant=tenant,
+        actor=actor,
+        entries=[
+            AuditEntry(
+                action=Action.CREATE if outcome == "created" else Action.UPDATE,
+                object_type="ltm_card",
+                object_id=card.memory_id,
+                after={
+                    name: value.isoformat() if isinstance(value, datetime) else value
+                    for name, value in ((n, getattr(card, n)) for n in CARD_FIELDS)
+                },
+                end_user_pk=card.end_user_id,
+                details={"version": card.version},
+            )
+            for card, outcome in changed
+        ],
+    )
 
 
 def redacted_cards(cards: Sequence[CardInput], *, redactor: Redactor, path: str) -> list[CardInput]:

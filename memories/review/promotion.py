@@ -19,7 +19,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from memories.audit.services import Action, Actor, audit_record
+from memories.audit.services import Action, Actor, AuditEntry, audit_record, audit_record_many
 from memories.ltm.models import LtmCard
 from memories.ltm.services import CardInput, card_merge, cards_import
 from memories.policies.models import PromotionPolicy
@@ -572,11 +572,8 @@ def promotion_approve(
         reason=reason,
         result_ref=result_ref,
     )
-    actor = Actor.staff(reviewer)
-    audit_record(
-        tenant=request.tenant,
+    approve = AuditEntry(
         action=Action.APPROVE,
-        actor=actor,
         object_type="promotion_request",
         object_id=request.request_id,
         before=before,
@@ -588,15 +585,16 @@ def promotion_approve(
             **({"as_new_card": True, "repeats": [r.as_dict() for r in repeats]} if repeats else {}),
         },
     )
-    audit_record(
-        tenant=request.tenant,
+    promote = AuditEntry(
         action=Action.PROMOTE,
-        actor=actor,
         object_type="preference_or_fact" if request.path == "postgres" else "ltm_card",
         object_id=result_ref,
         after=proposal,
         end_user_pk=request.end_user_id,
         details={"promotion": request.request_id, "path": request.path},
+    )
+    audit_record_many(
+        tenant=request.tenant, actor=Actor.staff(reviewer), entries=[approve, promote]
     )
     return request
 

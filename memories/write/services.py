@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import transaction
 
-from memories.audit.services import Action, Actor, audit_record
+from memories.audit.services import Action, Actor, AuditEntry, audit_record_many
 from memories.facts import normalise_fact
 from memories.policies.selectors import vocabulary_for
 from memories.quarantine.services import released_refs
@@ -31,7 +31,7 @@ from memoryproject.metrics import count_refusal
 from memoryproject.quarantine import Finding, WritePath, held_view, hold
 from memoryproject.redis_keys import Owner
 from profiles.models import EndUser, Tenant
-from profiles.services import end_user_get_or_create
+from profiles.services import end_users_get_or_create
 
 NEARBY_ITEMS = 20
 logger = logging.getLogger(__name__)
@@ -330,6 +330,7 @@ def _hold(tenant: Tenant, decided: Decided, actor: Actor | None) -> dict[int, st
     """Store each held candidate in the verification queue (a retried proposal finds its
     pending request); returns position -> request id."""
     held: dict[int, str] = {}
+    audits: list[AuditEntry] = []
     for position, one in enumerate(decided):
         if not one.hold_reason or one.held is None or one.owner is None:
             continue
@@ -355,21 +356,22 @@ def _hold(tenant: Tenant, decided: Decided, actor: Actor | None) -> dict[int, st
                 confidence=candidate.confidence,
                 fingerprint=one.fingerprint,
             )
-            audit_record(
-                tenant=tenant,
-                action=Action.PROPOSE,
-                actor=actor or Actor.job("extraction"),
-                object_type="verification_request",
-                object_id=pending.request_id,
-                after={
-                    "memory_type": pending.memory_type,
-                    "summary": pending.summary,
-                    "source_kind": pending.source_kind,
-                    "hold_reason": pending.hold_reason,
-                },
-                end_user_pk=one.owner.end_user_id,
+            audits.append(
+                AuditEntry(
+                    action=Action.PROPOSE,
+                    object_type="verification_request",
+                    object_id=pending.request_id,
+                    after={
+                        "memory_type": pending.memory_type,
+                        "summary": pending.summary,
+                        "source_kind": pending.source_kind,
+                        "hold_reason": pending.hold_reason,
+                    },
+                    end_user_pk=one.owner.end_user_id,
+                )
             )
         held[position] = pending.request_id
+    audit_record_many(tenant=tenant, actor=actor or Actor.job("extraction"), entries=audits)
     return held
 
 
@@ -475,22 +477,26 @@ def _audit_writes(
         changed.setdefault((item.end_user_id, action), []).append(
             {"id": result.item_id, "version": result.version, "supersedes": result.superseded_id}
         )
-    for (end_user_pk, action), entries in changed.items():
-        audit_record(
-            tenant=tenant,
-            action=action,
-            actor=actor or Actor.job("extraction"),
-            object_type="stm_item",
-            object_id=",".join(e["id"] for e in entries)[:200],
-            after=entries,
-            end_user_pk=end_user_pk,
-            details={"items": entries},
-        )
+    audit_record_many(
+        tenant=tenant,
+        actor=actor or Actor.job("extraction"),
+        entries=[
+            AuditEntry(
+                action=action,
+                object_type="stm_item",
+                object_id=",".join(e["id"] for e in entries)[:200],
+                after=entries,
+                end_user_pk=end_user_pk,
+                details={"items": entries},
+            )
+            for (end_user_pk, action), entries in changed.items()
+        ],
+    )
 
 
 def _owners(*, tenant: Tenant, user_ids: set[str], create: bool) -> dict[str, Owner]:
     if create:
-        users = [end_user_get_or_create(tenant=tenant, external_id=u) for u in sorted(user_ids)]
+        users = list(end_users_get_or_create(tenant=tenant, external_ids=user_ids).values())
     else:
         users = list(EndUser.objects.filter(tenant=tenant, external_id__in=user_ids))
     return {u.external_id: Owner(tenant.pk, u.pk) for u in users}

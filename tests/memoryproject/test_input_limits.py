@@ -457,7 +457,6 @@ def test_a_content_length_that_is_not_a_number_is_400(owner: APIClient) -> None:
             {"preferences": [{"key": "preference.a", "value": 1, "source_ids": ["m"] * 201}]},
             "preferences.0.source_ids",
         ),
-        ("POST", IMPORT, {"cards": [CARD] * 501}, "cards"),
         ("POST", PROPOSALS, {"proposals": [proposal()] * 101}, "proposals"),
         ("POST", SEARCH, {"query": "q", "statuses": ["active"] * 3}, "statuses"),
         ("POST", SEARCH, {"query": "q", "memory_types": ["semantic_fact"] * 50}, "memory_types"),
@@ -473,6 +472,15 @@ def test_lists_past_their_cap_are_400_at_once(owner: APIClient, method, url, bod
     before = snapshot()
     started = time.perf_counter()
     assert_refused(send(owner, method, url, body), 400, "invalid", field)
+    assert time.perf_counter() - started < 5
+    assert_unchanged(before)
+
+
+def test_cards_past_the_import_cap_are_413_at_once(owner: APIClient, settings) -> None:
+    before = snapshot()
+    started = time.perf_counter()
+    body = {"cards": [CARD] * (settings.LTM_IMPORT_MAX_CARDS + 1)}
+    assert_refused(send(owner, "POST", IMPORT, body), 413, "payload_too_large", "cards")
     assert time.perf_counter() - started < 5
     assert_unchanged(before)
 

@@ -230,3 +230,28 @@ def test_a_retried_submit_with_the_same_ids_returns_what_it_created(owner: APICl
     )
     assert EndUser.objects.count() == users and AuditEvent.objects.count() == events
     assert redis_state() == state
+
+
+@pytest.mark.django_db
+def test_proposals_of_many_users_land_in_a_few_statements_one_event_per_user(
+    tenant, owner: APIClient, django_assert_max_num_queries
+) -> None:
+    # given 40 proposals of 20 users none of whom the service knows yet
+    body = {
+        "proposals": [
+            proposal(user_id=f"u_many_{n % 20}", summary=f"order-exec pool set to {n + 1} threads")
+            for n in range(40)
+        ]
+    }
+
+    with django_assert_max_num_queries(20):
+        response = owner.post(PROPOSALS, body, format="json")
+
+    assert response.status_code == 201
+    assert {r["outcome"] for r in response.json()["results"]} == {"inserted"}
+    assert EndUser.objects.filter(tenant=tenant, external_id__startswith="u_many_").count() == 20
+    events = list(AuditEvent.objects.filter(tenant=tenant).order_by("seq"))
+    users = {u.pk: u.external_id for u in EndUser.objects.filter(tenant=tenant)}
+    assert sorted(users[e.end_user_pk] for e in events) == sorted(f"u_many_{n}" for n in range(20))
+    assert all(len(e.details["items"]) == 2 for e in events)
+    assert [e.seq for e in events] == list(range(1, 21))
