@@ -40,16 +40,24 @@ def test_a_real_worker_extracts_after_an_append(
         time.sleep(0.2)
     assert worker.poll() is None, "the worker exited"
     assert [(i.memory_type, i.message_ids) for i in found] == [("constraint", ["m-1"])]
-    # the task's own log lines carry the request id of the append that enqueued it
-    log_lines = [
-        json.loads(line)
-        for line in worker.log_path.read_text().splitlines()
-        if line.startswith("{")
-    ]
-    assert any(
-        line["request_id"] == "req-worker-1" and line["logger"] == "memories.write.extraction"
-        for line in log_lines
-    )
+
+    # the task's own log lines carry the request id of the append that enqueued it (the line
+    # is written once the items have landed: a loaded machine may take a moment)
+    def logged() -> bool:
+        log_lines = [
+            json.loads(line)
+            for line in worker.log_path.read_text().splitlines()
+            if line.startswith("{")
+        ]
+        return any(
+            line["request_id"] == "req-worker-1" and line["logger"] == "memories.write.extraction"
+            for line in log_lines
+        )
+
+    deadline = time.monotonic() + 10
+    while not logged() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert logged()
     # and the worker announces itself to /readyz with a heartbeat of its own process
     beat = heartbeat_read(role="worker")
     assert beat is not None and beat["pid"] == worker.pid, beat
