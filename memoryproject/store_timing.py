@@ -86,10 +86,6 @@ _clock: contextvars.ContextVar[StoreClock | None] = contextvars.ContextVar(
 )
 
 
-def current_clock() -> StoreClock | None:
-    return _clock.get()
-
-
 @contextmanager
 def measuring() -> Iterator[StoreClock]:
     """A fresh clock for the calls made inside the block (and its context's threads)."""

@@ -21,6 +21,7 @@ from profiles.auth import request_tenant
 from profiles.domains import FACT_DOMAINS, PREFERENCE_DOMAINS, key_problem
 from profiles.models import UserProjectRole, slug_validator, validate_timezone
 from profiles.selectors import empty_profile_document, profile_document_for
+from profiles.serializers import ProfileDocumentOutputSerializer
 from profiles.services import ProfilePatch, profile_patch_apply
 
 MAX_PATCH_ITEMS = 100  # preferences, roles and facts together, in one PATCH
@@ -123,12 +124,8 @@ class UserProfileApi(APIView):
                 )
             return attrs
 
-    class ProfileOutputSerializer(serializers.Serializer):
-        user_id = serializers.CharField()
-        profile = serializers.DictField()
-        preferences = serializers.ListField(child=serializers.DictField())
-        roles = serializers.ListField(child=serializers.DictField())
-        facts = serializers.ListField(child=serializers.DictField())
+    class ProfileOutputSerializer(ProfileDocumentOutputSerializer):
+        """The end user's Layer 1 document (`profile_document_for`)."""
 
     @extend_schema(responses=ProfileOutputSerializer)
     def get(self, request: Request, user_id: str) -> Response:

@@ -16,6 +16,7 @@ from memoryproject.fields import JsonObjectField, StrictCharField, StrictSeriali
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator
 from transcripts.selectors import events_after, session_for, transcript_verify
+from transcripts.serializers import EventOutputSerializer, VerifyProblemOutputSerializer
 from transcripts.services import EventIn, Role, events_append
 
 MAX_SEQ = 2**31 - 1  # the largest sequence number a session can hold
@@ -39,17 +40,6 @@ class EventInputSerializer(StrictSerializer):
         if attrs["role"] == Role.TOOL and not attrs.get("tool_call_id"):
             raise serializers.ValidationError({"tool_call_id": "Tool events need a tool_call_id."})
         return attrs
-
-
-class EventOutputSerializer(serializers.Serializer):
-    seq = serializers.IntegerField()
-    id = serializers.CharField()
-    role = serializers.CharField()
-    content = serializers.CharField()
-    tool_call_id = serializers.CharField()
-    metadata = serializers.DictField()
-    created_at = serializers.DateTimeField()
-    received_at = serializers.DateTimeField()
 
 
 class AppendedEventOutputSerializer(serializers.Serializer):
@@ -170,7 +160,7 @@ class SessionVerifyApi(APIView):
         ok = serializers.BooleanField()
         segments_checked = serializers.IntegerField()
         events_checked = serializers.IntegerField()
-        problems = serializers.ListField(child=serializers.DictField())
+        problems = VerifyProblemOutputSerializer(many=True)
 
     @extend_schema(responses=VerifyOutputSerializer)
     def get(self, request: Request, session_id: str) -> Response:

@@ -131,9 +131,8 @@ class DeletionDetailApi(APIView):
 
     @extend_schema(responses=DeletionOutputSerializer)
     def get(self, request: Request, request_id: str) -> Response:
-        return Response(
-            deletion_view(deletion_for(tenant=request_tenant(request), request_id=request_id))
-        )
+        deletion = deletion_for(tenant=request_tenant(request), request_id=request_id)
+        return Response(DeletionOutputSerializer(deletion_view(deletion)).data)
 
 
 class PromotionListApi(APIView):

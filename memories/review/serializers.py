@@ -8,9 +8,78 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from memories.history.serializers import HistoryEntryOutputSerializer
 from memories.ltm.serializers import CardOutputSerializer
 from memories.stm.serializers import StmItemOutputSerializer
-from memoryproject.fields import JsonObjectField, OutputSerializer
+from memoryproject.fields import OutputSerializer
+from profiles.serializers import (
+    FactOutputSerializer,
+    PreferenceOutputSerializer,
+    ProfileFieldsOutputSerializer,
+    RoleOutputSerializer,
+)
+from transcripts.serializers import EventOutputSerializer
+
+
+class VectorCheckOutputSerializer(OutputSerializer):
+    """Nearest-neighbour probes with the erased cards' vectors."""
+
+    probes = serializers.IntegerField()
+    threshold = serializers.FloatField(help_text="the similarity a hit must reach to count")
+    hits_of_erased = serializers.IntegerField(help_text="must be 0")
+    similar_cards_of_others = serializers.IntegerField(help_text="reported, not a failure")
+
+
+class TranscriptCheckOutputSerializer(OutputSerializer):
+    """The erased user's sessions: tombstoned segments, no original objects left, chains whole."""
+
+    ok = serializers.BooleanField()
+    sessions = serializers.IntegerField()
+    segments_not_tombstoned = serializers.IntegerField()
+    erased_objects_left = serializers.IntegerField()
+    chains_verified = serializers.IntegerField()
+
+
+class ErasureChecksOutputSerializer(OutputSerializer):
+    """The verification after the erasure; every count of `by_id` and `by_hash` must be 0."""
+
+    ok = serializers.BooleanField()
+    by_id = serializers.DictField(
+        child=serializers.IntegerField(), help_text="what is still found by id, per store"
+    )
+    by_hash = serializers.DictField(
+        child=serializers.IntegerField(), help_text="what is still found by content, per store"
+    )
+    same_content_elsewhere = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="the same content held by other users (or shared): reported, not a failure",
+    )
+    by_vector = VectorCheckOutputSerializer()
+    transcripts = TranscriptCheckOutputSerializer()
+    ms = serializers.IntegerField(required=False, help_text="how long the verification took")
+
+
+class ReceiptOutputSerializer(OutputSerializer):
+    """What the erasure removed from each store and how it was verified (`receipt_sha256` is
+    the SHA-256 of this object, keys sorted)."""
+
+    request_id = serializers.CharField()
+    tenant = serializers.CharField(help_text="the tenant's slug")
+    kind = serializers.CharField()
+    target = serializers.CharField()
+    approved_by = serializers.CharField(allow_null=True, help_text="the reviewer's username")
+    approved_at = serializers.CharField(allow_null=True, help_text="ISO 8601")
+    started_at = serializers.CharField(allow_null=True, help_text="ISO 8601")
+    completed_at = serializers.CharField(help_text="ISO 8601")
+    nothing_to_erase = serializers.BooleanField()
+    stores = serializers.DictField(
+        child=serializers.DictField(child=serializers.IntegerField()),
+        help_text="per erasure step, what it removed (counts, and `ms` it took)",
+    )
+    checks = ErasureChecksOutputSerializer()
+    card_content_sha256 = serializers.ListField(
+        child=serializers.CharField(), help_text="content hashes of the erased cards"
+    )
 
 
 class DeletionOutputSerializer(OutputSerializer):
@@ -26,9 +95,40 @@ class DeletionOutputSerializer(OutputSerializer):
     completed_at = serializers.DateTimeField(allow_null=True)
     attempts = serializers.IntegerField()
     last_error = serializers.CharField()
-    receipt = JsonObjectField(allow_null=True)
+    receipt = ReceiptOutputSerializer(allow_null=True, help_text="null until verified and done")
     receipt_sha256 = serializers.CharField(allow_null=True)
     created_at = serializers.DateTimeField()
+
+
+class ProposalOutputSerializer(OutputSerializer):
+    """What approval would write: a preference or fact (path `postgres`: key, value, target) or a
+    card (path `ltm`: the card's fields)."""
+
+    key = serializers.CharField(required=False, help_text="postgres: the Layer 1 key")
+    value = serializers.JSONField(required=False, help_text="postgres: the value (any JSON)")
+    target = serializers.CharField(required=False, help_text="postgres: preference or fact")
+    memory_type = serializers.CharField(required=False, help_text="ltm: the card's type")
+    title = serializers.CharField(required=False, help_text="ltm")
+    summary = serializers.CharField(required=False, help_text="ltm")
+    content = serializers.CharField(required=False, help_text="ltm")
+    entities = serializers.ListField(child=serializers.CharField(), required=False, help_text="ltm")
+    tags = serializers.ListField(child=serializers.CharField(), required=False, help_text="ltm")
+    importance = serializers.FloatField(required=False, help_text="ltm")
+    confidence = serializers.FloatField(required=False, help_text="ltm")
+
+
+class TriggersOutputSerializer(OutputSerializer):
+    """The triggers that fired, each with why (a reflection's proposal has only `reflection`)."""
+
+    hits = serializers.CharField(required=False, help_text="written and recalled often enough")
+    cross_session = serializers.CharField(required=False, help_text="seen in enough sessions")
+    remember = serializers.CharField(required=False, help_text="the user asked to remember it")
+    stable_profile = serializers.CharField(
+        required=False, help_text="fills a structured key, or a long-term preference"
+    )
+    reflection = serializers.CharField(
+        required=False, help_text="related episodes that together make a pattern"
+    )
 
 
 class PromotionOutputSerializer(OutputSerializer):
@@ -37,9 +137,9 @@ class PromotionOutputSerializer(OutputSerializer):
     origin = serializers.CharField()
     user_id = serializers.CharField(allow_null=True)
     memory_type = serializers.CharField()
-    proposal = JsonObjectField()
+    proposal = ProposalOutputSerializer()
     confidence = serializers.FloatField()
-    triggers = JsonObjectField()
+    triggers = TriggersOutputSerializer()
     status = serializers.CharField()
     decision_reason = serializers.CharField()
     result_ref = serializers.CharField(allow_null=True, help_text="what approval produced")
@@ -64,10 +164,10 @@ class ExportVersionOutputSerializer(OutputSerializer):
 
 class ExportLayer1OutputSerializer(OutputSerializer):
     user_id = serializers.CharField()
-    profile = JsonObjectField()
-    preferences = serializers.ListField(child=JsonObjectField())
-    roles = serializers.ListField(child=JsonObjectField())
-    facts = serializers.ListField(child=JsonObjectField())
+    profile = ProfileFieldsOutputSerializer()
+    preferences = PreferenceOutputSerializer(many=True)
+    roles = RoleOutputSerializer(many=True)
+    facts = FactOutputSerializer(many=True)
     preference_history = ExportVersionOutputSerializer(many=True)
     fact_history = ExportVersionOutputSerializer(many=True)
 
@@ -77,19 +177,19 @@ class ExportTranscriptOutputSerializer(OutputSerializer):
     task_id = serializers.CharField()
     event_count = serializers.IntegerField()
     created_at = serializers.DateTimeField()
-    events = serializers.ListField(child=JsonObjectField())
+    events = EventOutputSerializer(many=True)
 
 
 class ExportHistoryOutputSerializer(OutputSerializer):
     count = serializers.IntegerField()
-    entries = serializers.ListField(child=JsonObjectField())
+    entries = HistoryEntryOutputSerializer(many=True)
 
 
 class ExportPromotionOutputSerializer(OutputSerializer):
     request_id = serializers.CharField()
     path = serializers.CharField()
     status = serializers.CharField()
-    proposal = JsonObjectField()
+    proposal = ProposalOutputSerializer()
     created_at = serializers.DateTimeField()
 
 

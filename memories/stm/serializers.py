@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from memories.stm.items import StmItem, Trust
 from memoryproject.fields import JsonObjectField, OutputSerializer
+from transcripts.serializers import SessionEventOutputSerializer
 
 
 def _iso(timestamp: float) -> str:
@@ -51,6 +52,19 @@ def item_document(item: StmItem) -> dict[str, Any]:
     }
 
 
+class StmSourceOutputSerializer(OutputSerializer):
+    """Where an item came from."""
+
+    kind = serializers.CharField(
+        required=False,
+        help_text="the source kinds, `+`-joined for a merged item (`source_kind` is the strongest)",
+    )
+    message_ids = serializers.ListField(
+        child=serializers.CharField(), help_text="the transcript events it came from"
+    )
+    tool_call_ids = serializers.ListField(child=serializers.CharField())
+
+
 class StmItemOutputSerializer(OutputSerializer):
     """A short-term item (`item_document`)."""
 
@@ -65,7 +79,7 @@ class StmItemOutputSerializer(OutputSerializer):
     entities = serializers.ListField(child=serializers.CharField())
     tags = serializers.ListField(child=serializers.CharField())
     # A declared field, not `Field.source`: the serializer metaclass takes it off the class.
-    source = JsonObjectField(help_text="kind, message_ids, tool_call_ids")  # type: ignore[assignment]
+    source = StmSourceOutputSerializer()  # type: ignore[assignment]
     source_kind = serializers.CharField(
         help_text="whose word it is: user, assistant, tool, proposal (an agent's), llm, "
         "reviewer or import; the strongest of a merged item's sources"
@@ -104,4 +118,6 @@ class StmPageOutputSerializer(OutputSerializer):
 class StmItemDetailOutputSerializer(StmItemOutputSerializer):
     """A short-term item with the transcript events it came from."""
 
-    provenance = serializers.ListField(child=JsonObjectField())
+    provenance = SessionEventOutputSerializer(
+        many=True, help_text="the transcript events it came from, redacted like the item"
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from memories.stm.items import Trust
-from memoryproject.fields import JsonObjectField, OutputSerializer
+from memoryproject.fields import OutputSerializer
 
 
 class QuarantineOutputSerializer(OutputSerializer):
@@ -18,6 +18,22 @@ class QuarantineOutputSerializer(OutputSerializer):
         help_text="instruction_override, prompt_disclosure, role_change or fake_marker"
     )
     field = serializers.CharField(help_text="where in the write it was found")
+
+
+class WriteProfileOutputSerializer(OutputSerializer):
+    """What the write policy read in the proposal (`WriteProfile`)."""
+
+    is_verified = serializers.BooleanField()
+    is_stable_for_current_task = serializers.BooleanField()
+    is_user_constraint = serializers.BooleanField()
+    is_decision = serializers.BooleanField()
+    is_preference = serializers.BooleanField()
+    novelty = serializers.FloatField(help_text="1 − the highest word overlap with what is held")
+    confidence = serializers.FloatField()
+    estimated_ttl_minutes = serializers.IntegerField()
+    duplicate = serializers.BooleanField()
+    transient = serializers.BooleanField()
+    raw_unstructured_blob = serializers.BooleanField()
 
 
 class ProposalResultOutputSerializer(OutputSerializer):
@@ -58,7 +74,7 @@ class ProposalResultOutputSerializer(OutputSerializer):
     accepted = serializers.BooleanField(help_text="the write policy's verdict")
     score = serializers.FloatField()
     threshold_breakdown = serializers.DictField(child=serializers.FloatField())
-    write_profile = JsonObjectField()
+    write_profile = WriteProfileOutputSerializer()
     ttl_minutes = serializers.IntegerField()
     refusal = serializers.CharField(help_text="machine-readable reason when refused, else ''")
     policy_version = serializers.IntegerField()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import httpx
@@ -19,9 +20,13 @@ from agent_memory_client import (
     Unauthenticated,
 )
 from agent_memory_client import models as m
+from django.contrib.auth import get_user_model
+from django.db import transaction
 
 from memories.ltm.models import LtmCard
+from memories.review.deletion import deletion_approve
 from memories.review.models import DeletionRequest
+from memories.review.promotion import promotion_scan
 from tests.clients.shapes import assert_fits
 from transcripts.models import Session
 
@@ -108,7 +113,15 @@ def test_every_operation_answers_in_its_model(memory: MemoryClient, tenant) -> N
     assert "Terraform" in recalled["injection_text"]
     explained = memory.recall(user_id=USER, session_id=SESSION, query="deploy", explain=True)
     assert_fits(explained, m.RecallResponse)
-    assert "explain" in explained
+    routing = explained["explain"]["routing"]
+    assert {"postgres", "redis", "ltm", "history"} <= set(routing) and "total" in (
+        explained["explain"]["latency_ms"]
+    )
+    assert explained["profile_block"]["answer_style"] == "concise"
+    assert explained["constraints_block"]["facts"] == [
+        {"key": "project_metadata.default_env", "value": "staging"}
+    ]
+    assert explained["runtime_metadata_block"]["default_env"] == "staging"
     compressed = memory.compress_session(SESSION, budget_tokens=500, user_id=USER)
     assert_fits(compressed, m.CompressResponse)
     assert compressed["within_budget"]
@@ -119,9 +132,32 @@ def test_every_operation_answers_in_its_model(memory: MemoryClient, tenant) -> N
     assert memory.get_card(memory_id)["status"] == "active"  # nothing removed before review
     assert memory.delete_card(memory_id)["request_id"] == card_deletion["request_id"]
     assert_fits(memory.get_deletion(card_deletion["request_id"]), m.Deletion)
-    assert_fits(memory.delete_fact(fact_id), m.Deletion)
+    fact_deletion = memory.delete_fact(fact_id)
+    assert_fits(fact_deletion, m.Deletion)
+    assert fact_deletion["receipt"] is None
+    reviewer = get_user_model().objects.create_user("reviewer-sdk")
+    with transaction.atomic():  # the erasure job runs (eagerly) once the approval commits
+        deletion_approve(
+            request=DeletionRequest.objects.get(request_id=fact_deletion["request_id"]),
+            reviewer=reviewer,
+        )
+    erased = memory.get_deletion(fact_deletion["request_id"])
+    assert_fits(erased, m.Deletion)
+    receipt = erased["receipt"]
+    assert erased["status"] == "done" and receipt is not None
+    assert receipt["checks"]["ok"] and receipt["approved_by"] == "reviewer-sdk"
+    assert receipt["stores"]["postgres"]
 
-    assert_fits(memory.list_promotions(limit=5), m.PromotionsResponse)
+    # A remembered item is proposed for long-term memory, the trigger saying why.
+    assert promotion_scan(tenant=tenant, now=time.time() + 86_400).proposed >= 1
+    promotions = memory.list_promotions(limit=5)
+    assert_fits(promotions, m.PromotionsResponse)
+    [promotion] = [
+        p
+        for p in promotions["promotions"]
+        if p["proposal"].get("summary") == "The user deploys with Terraform."
+    ]
+    assert "remember" in promotion["triggers"] and promotion["path"] == "ltm"
     export = memory.export_user(USER)
     assert_fits(export, m.UserExport)
     assert item_id in [i["id"] for i in export["short_term"]]

@@ -62,7 +62,7 @@ def _item(**changes: Any) -> dict[str, Any]:
         "detail": {},
         "entities": [],
         "tags": [],
-        "source": {"kind": "proposal"},
+        "source": {"kind": "proposal", "message_ids": [], "tool_call_ids": []},
         "source_kind": "proposal",
         "trust": "untrusted",
         "confidence": 0.5,

@@ -129,3 +129,77 @@ def test_real_error_answers_match_the_declared_error_shape(tenant, client_for) -
     assert [a.status_code for a in answers] == [401, 403, 404, 400, 415, 404]
     for answer in answers:
         jsonschema.validate(answer.json(), ERROR_SCHEMA)
+
+
+# Objects whose keys are the client's or the tenant's own, free by design (docs/architecture.md).
+FREE_FORM_FIELDS = {"metadata", "detail", "extras"}
+# Maps keyed by a name the service knows whose values are whatever JSON was stored.
+FREE_VALUED_MAPS = {("ProfileBlockOutput", "preferences")}
+
+
+def _untyped_object(node: dict[str, Any]) -> bool:
+    """An object that declares neither its properties nor the type of its values."""
+    if node.get("type") != "object" or node.get("properties") or "$ref" in node:
+        return False
+    values = node.get("additionalProperties", True)
+    if not isinstance(values, dict):
+        return True
+    return not ({"type", "$ref", "properties", "oneOf", "anyOf", "allOf"} & set(values))
+
+
+def free_form_fields(components: dict[str, Any]) -> list[str]:
+    """`Component.field` (`[]` for a list's items, `{}` for a map's values) of every object in
+    the components that describes nothing of its contents."""
+    found: list[str] = []
+
+    def walk(node: Any, where: str, component: str) -> None:
+        if not isinstance(node, dict):
+            return
+        for name, field in (node.get("properties") or {}).items():
+            path = f"{where}.{name}"
+            inner = field.get("items", field) if field.get("type") == "array" else field
+            allowed = name in FREE_FORM_FIELDS or (component, name) in FREE_VALUED_MAPS
+            if _untyped_object(inner) and not allowed:
+                found.append(path + ("[]" if inner is not field else ""))
+            walk(field, path, component)
+        if isinstance(node.get("items"), dict):
+            walk(node["items"], f"{where}[]", component)
+        if isinstance(node.get("additionalProperties"), dict):
+            values = node["additionalProperties"]
+            if _untyped_object(values):
+                found.append(f"{where}{{}}")
+            walk(values, f"{where}{{}}", component)
+        for key in ("allOf", "oneOf", "anyOf"):
+            for option in node.get(key, []):
+                walk(option, where, component)
+
+    for name, component in components.items():
+        walk(component, name, name)
+    return found
+
+
+def test_no_answer_or_request_holds_a_free_form_object_outside_the_list(schema) -> None:
+    assert free_form_fields(schema["components"]["schemas"]) == []
+
+
+def test_the_walk_finds_free_form_objects_wherever_they_nest() -> None:
+    anything = {"type": "object", "additionalProperties": {"nullable": True}}
+    components = {
+        "A": {
+            "type": "object",
+            "properties": {
+                "receipt": anything,
+                "notes": {"type": "array", "items": {"type": "object"}},
+                "by_store": {"type": "object", "additionalProperties": anything},
+                "metadata": anything,  # free by design
+                "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "nested": {"type": "object", "properties": {"explain": {"type": "object"}}},
+            },
+        }
+    }
+    assert free_form_fields(components) == [
+        "A.receipt",
+        "A.notes[]",
+        "A.by_store{}",
+        "A.nested.explain",
+    ]

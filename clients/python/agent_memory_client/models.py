@@ -71,6 +71,10 @@ class EventOut(TypedDict):
     received_at: str
 
 
+class SessionEvent(EventOut):
+    session_id: str
+
+
 class ReplayResponse(TypedDict):
     session_id: str
     user_id: str
@@ -81,12 +85,18 @@ class ReplayResponse(TypedDict):
     events: list[EventOut]
 
 
+class VerifyProblem(TypedDict):
+    segment: int
+    path: str
+    reason: str
+
+
 class VerifyResponse(TypedDict):
     session_id: str
     ok: bool
     segments_checked: int
     events_checked: int
-    problems: list[dict[str, Any]]
+    problems: list[VerifyProblem]
 
 
 # --- profiles -------------------------------------------------------------------------------
@@ -127,12 +137,50 @@ class ProfilePatch(TypedDict, total=False, closed=True):
     facts: list[FactIn]
 
 
+class ProfileOut(TypedDict):
+    """Every field is "" (extras {}) for a user without a profile."""
+
+    language: str
+    answer_style: str
+    timezone: str
+    display_name: str
+    extras: dict[str, Any]
+    updated_at: str | None
+
+
+class PreferenceOut(TypedDict):
+    id: str  # pref_<n>
+    key: str
+    value: Any  # as stored
+    confidence: float
+    source: str  # api, admin, promotion, import
+    version: int
+    updated_at: str
+
+
+class RoleOut(TypedDict):
+    project: str
+    role: str
+    permission_scope: str  # read_only, read_write, admin
+
+
+class FactOut(TypedDict):
+    id: str  # fact_<n>
+    key: str
+    value: Any  # as stored
+    scope: str
+    project: str | None
+    source: str  # api, admin, promotion, import
+    version: int
+    updated_at: str
+
+
 class ProfileResponse(TypedDict):
     user_id: str
-    profile: dict[str, Any]
-    preferences: list[dict[str, Any]]
-    roles: list[dict[str, Any]]
-    facts: list[dict[str, Any]]
+    profile: ProfileOut
+    preferences: list[PreferenceOut]
+    roles: list[RoleOut]
+    facts: list[FactOut]
 
 
 class ProfilePatchResponse(ProfileResponse):
@@ -182,6 +230,22 @@ class Quarantine(TypedDict):
     field: str
 
 
+class WriteProfile(TypedDict):
+    """What the write policy read in a proposal."""
+
+    is_verified: bool
+    is_stable_for_current_task: bool
+    is_user_constraint: bool
+    is_decision: bool
+    is_preference: bool
+    novelty: float
+    confidence: float
+    estimated_ttl_minutes: int
+    duplicate: bool
+    transient: bool
+    raw_unstructured_blob: bool
+
+
 class ProposalResult(TypedDict):
     index: int
     outcome: str
@@ -198,7 +262,7 @@ class ProposalResult(TypedDict):
     accepted: bool
     score: float
     threshold_breakdown: dict[str, float]
-    write_profile: dict[str, Any]
+    write_profile: WriteProfile
     ttl_minutes: int
     refusal: str
     policy_version: int
@@ -220,6 +284,12 @@ class StmQuery(TypedDict):
     limit: NotRequired[int]
 
 
+class StmSource(TypedDict):
+    kind: NotRequired[str]  # source kinds, "+"-joined for a merged item
+    message_ids: list[str]
+    tool_call_ids: list[str]
+
+
 class StmItem(TypedDict):
     id: str
     user_id: str
@@ -231,7 +301,7 @@ class StmItem(TypedDict):
     detail: dict[str, Any]
     entities: list[str]
     tags: list[str]
-    source: dict[str, Any]
+    source: StmSource
     confidence: float
     importance: float
     created_at: str
@@ -254,7 +324,7 @@ class StmItem(TypedDict):
 
 
 class StmItemWithProvenance(StmItem):
-    provenance: list[dict[str, Any]]
+    provenance: list[SessionEvent]  # the transcript events it came from, redacted
 
 
 class StmPage(TypedDict):
@@ -366,6 +436,26 @@ class RecallRequest(TypedDict, closed=True):
     user_stated_only: NotRequired[bool]  # leave out what no trusted source said
 
 
+class RecallProvenance(TypedDict, total=False):
+    """Where a recalled memory came from; the keys present depend on its layer."""
+
+    message_ids: list[str]  # redis
+    tool_call_ids: list[str]  # redis
+    task_id: str  # redis
+    sessions: list[str]  # redis
+    source_refs: list[str]  # ltm
+    lexical_rank: int | None  # ltm
+    vector_rank: int | None  # ltm
+    event_ids: list[str]  # history
+    session_id: str  # history
+    role: str  # history
+    occurred_at: str  # history
+    branch_ranks: dict[str, int]  # history
+    task_record: bool  # history: the record of the current task
+    in_time_window: bool  # when the query names a time
+    also_said_in: list[str]  # events of an assistant's or tool's turn that repeated it
+
+
 class RecallItem(TypedDict):
     memory_id: str
     source: str  # the layer: postgres, redis, ltm or history
@@ -379,23 +469,144 @@ class RecallItem(TypedDict):
     weight: float
     relevance: float
     canonical_fact_key: str
-    provenance: dict[str, Any]
+    provenance: RecallProvenance
     source_kind: str
     trust: Trust  # untrusted memories are evidence, injected as quoted, attributed data
 
 
+class ProfileBlock(TypedDict, total=False):
+    """Only the profile fields that are set."""
+
+    language: str
+    answer_style: str
+    timezone: str
+    display_name: str
+    preferences: dict[str, Any]  # current values by key, as stored
+
+
+class Permission(TypedDict):
+    project: str
+    role: str
+    scope: str
+
+
+class KeyValue(TypedDict):
+    key: str
+    value: Any
+
+
+class StandingRule(TypedDict):
+    memory_id: str
+    memory_type: str
+    text: str
+    sessions: list[str]
+    message_ids: list[str]
+
+
+class ConstraintsBlock(TypedDict):
+    permissions: list[Permission]
+    permission_scope: str  # in the recalled project; "" when none
+    facts: list[KeyValue]
+    standing: list[StandingRule]  # the user's live rules and preferences
+
+
+class RuntimeMetadataBlock(TypedDict, total=False):
+    """Only the values that are set."""
+
+    tenant: str
+    project: str
+    project_name: str
+    workspace: str
+    default_env: str
+
+
+class TimeWindow(TypedDict):
+    start: str
+    end: str
+    phrase: str
+    relative: bool
+
+
+class TimeQuery(TypedDict, total=False):
+    window: TimeWindow | None
+    asks_time: bool
+
+
+class QueryProfile(TypedDict):
+    intent: str
+    language: str
+    has_reference: bool
+    has_profile_request: bool
+    has_similarity_request: bool
+    fuzzy_history_reference: bool
+    has_debug_terms: bool
+    entities: list[str]
+    active_task_id: str
+    session_recent: bool
+    topic_shift: bool
+    needs_exact_metadata: bool
+    recent_entity_overlap: int
+    profile_cache_missing: bool
+    profile_cache_stale: bool
+    redis_result_insufficient: bool
+    matched: dict[str, list[str]]
+    content_terms: list[str]
+    memory_holds: bool
+    holds_firmly: bool
+    probe_skipped: bool
+    holding_share: float
+    held_terms: list[str]
+    user_items_matched: int
+    user_items_close: int
+    related_terms: list[str]
+    memory_close: bool
+    about_user: bool
+    semantic_margin: float
+    time: TimeQuery
+
+
+class LayerRoute(TypedDict):
+    asked: bool
+    reasons: list[str]
+    not_asked_because: list[str]
+
+
+class Routing(TypedDict):
+    postgres: LayerRoute
+    redis: LayerRoute
+    ltm: LayerRoute
+    history: LayerRoute
+    ltm_mode: str
+    forced: bool
+
+
+class Dropped(TypedDict):
+    memory_id: str
+    source: str
+    reason: str
+
+
+class Explain(TypedDict):
+    query_profile: QueryProfile
+    routing: Routing
+    dropped: list[Dropped]
+    shortened: list[str]
+    latency_ms: dict[str, float]
+    notes: list[str]
+
+
 class RecallResponse(TypedDict):
     recall_id: str
-    profile_block: dict[str, Any]
-    constraints_block: dict[str, Any]
-    runtime_metadata_block: dict[str, Any]
+    profile_block: ProfileBlock
+    constraints_block: ConstraintsBlock
+    runtime_metadata_block: RuntimeMetadataBlock
     items: list[RecallItem]
     injection_text: str
     token_estimate: int
     budget_tokens: int
     language: str
     degraded: list[str]
-    explain: NotRequired[dict[str, Any]]  # with `explain: true`
+    explain: NotRequired[Explain]  # with `explain: true`
 
 
 class CompressRequest(TypedDict, closed=True):
@@ -506,6 +717,48 @@ class DeletionRequestIn(TypedDict, total=False, closed=True):
     reason: str
 
 
+class VectorCheck(TypedDict):
+    probes: int
+    threshold: float
+    hits_of_erased: int  # must be 0
+    similar_cards_of_others: int
+
+
+class TranscriptCheck(TypedDict):
+    ok: bool
+    sessions: int
+    segments_not_tombstoned: int
+    erased_objects_left: int
+    chains_verified: int
+
+
+class ErasureChecks(TypedDict):
+    ok: bool
+    by_id: dict[str, int]  # per store; must all be 0
+    by_hash: dict[str, int]  # per store; must all be 0
+    same_content_elsewhere: dict[str, int]
+    by_vector: VectorCheck
+    transcripts: TranscriptCheck
+    ms: NotRequired[int]
+
+
+class Receipt(TypedDict):
+    """What an erasure removed and how it was verified; `receipt_sha256` hashes it."""
+
+    request_id: str
+    tenant: str
+    kind: str
+    target: str
+    approved_by: str | None
+    approved_at: str | None
+    started_at: str | None
+    completed_at: str
+    nothing_to_erase: bool
+    stores: dict[str, dict[str, int]]  # per erasure step, its counts and `ms`
+    checks: ErasureChecks
+    card_content_sha256: list[str]
+
+
 class Deletion(TypedDict):
     request_id: str
     kind: str
@@ -517,7 +770,7 @@ class Deletion(TypedDict):
     completed_at: str | None
     attempts: int
     last_error: str
-    receipt: dict[str, Any] | None
+    receipt: Receipt | None
     receipt_sha256: str | None
     created_at: str
 
@@ -527,15 +780,41 @@ class PromotionsQuery(TypedDict, total=False):
     limit: int
 
 
+class PromotionProposal(TypedDict, total=False):
+    """Path postgres: key, value, target; path ltm: the card's fields."""
+
+    key: str
+    value: Any
+    target: str  # preference or fact
+    memory_type: str
+    title: str
+    summary: str
+    content: str
+    entities: list[str]
+    tags: list[str]
+    importance: float
+    confidence: float
+
+
+class Triggers(TypedDict, total=False):
+    """The triggers that fired, each with why."""
+
+    hits: str
+    cross_session: str
+    remember: str
+    stable_profile: str
+    reflection: str
+
+
 class Promotion(TypedDict):
     request_id: str
     path: str
     origin: str
     user_id: str | None
     memory_type: str
-    proposal: dict[str, Any]
+    proposal: PromotionProposal
     confidence: float
-    triggers: dict[str, Any]
+    triggers: Triggers
     status: str
     decision_reason: str
     result_ref: str | None
@@ -559,10 +838,10 @@ class ExportVersion(TypedDict):
 
 class ExportLayer1(TypedDict):
     user_id: str
-    profile: dict[str, Any]
-    preferences: list[dict[str, Any]]
-    roles: list[dict[str, Any]]
-    facts: list[dict[str, Any]]
+    profile: ProfileOut
+    preferences: list[PreferenceOut]
+    roles: list[RoleOut]
+    facts: list[FactOut]
     preference_history: list[ExportVersion]
     fact_history: list[ExportVersion]
 
@@ -572,19 +851,28 @@ class ExportTranscript(TypedDict):
     task_id: str
     event_count: int
     created_at: str
-    events: list[dict[str, Any]]
+    events: list[EventOut]
+
+
+class HistoryEntry(TypedDict):
+    entry_id: str
+    event_id: str
+    session_id: str
+    role: str
+    occurred_at: str
+    text: str
 
 
 class ExportHistory(TypedDict):
     count: int
-    entries: list[dict[str, Any]]
+    entries: list[HistoryEntry]
 
 
 class ExportPromotion(TypedDict):
     request_id: str
     path: str
     status: str
-    proposal: dict[str, Any]
+    proposal: PromotionProposal
     created_at: str
 
 
