@@ -174,16 +174,15 @@ def run(args: argparse.Namespace, database: str, folder: str) -> None:
     from memories.history.selectors import history_search
     from memories.history.vectors import history_vector_index
     from memories.ltm.embedder import embedder, query_vector
-    from memories.receivers import extract_after_append
     from memoryproject import redis_keys as keys
     from memoryproject.redis_client import redis_connection
     from profiles.services import tenant_create, tenant_delete
+    from transcripts.reactions import register_append_reactions
     from transcripts.services import EventIn, events_append
-    from transcripts.signals import events_appended
 
     # Only history is measured: extraction is not run, and no drain task is queued (the flag
     # says one is pending), so the drain below does all the indexing.
-    events_appended.disconnect(extract_after_append)
+    register_append_reactions(within=[history_services.history_on_append])
     redis_connection().set(keys.history_drain_scheduled(), "1", ex=24 * 3600)
     conversations = json.loads(LOCOMO.read_text())
     tenant = tenant_create(slug=f"bench-history-{RUN}", name="History benchmark")

@@ -1,11 +1,15 @@
-"""The memory layers' admin screens: each subpackage's `admin.py`, and the audit trail's.
+"""The memory layers' admin screens: each subpackage's `admin.py`, the audit trail's, and the
+tenant list's.
 
 Django's autodiscovery imports only this module, so it imports the subpackages' screens. The
 audit trail's screen stays here: its table sits below Layer 1, its screen uses Layer 1's
-tenant scoping and the reviewers' helpers.
+tenant scoping and the reviewers' helpers. So does the tenant list (Layer 1's, registered
+again): its action queues a job, and the jobs sit at this level (`memories/jobs.py`).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -17,11 +21,13 @@ from django.utils.html import format_html
 from memories.audit.models import AuditEvent
 from memories.audit.services import audit_verify
 from memories.history import admin as history_admin  # noqa: F401
+from memories.jobs import promotion_scan_task
 from memories.ltm import admin as ltm_admin  # noqa: F401
 from memories.policies import admin as policies_admin  # noqa: F401
 from memories.review import admin as review_admin  # noqa: F401
 from memories.review.admin_common import short_time
 from memoryproject.admin_redaction import RedactedDisplayMixin
+from profiles.admin import TenantAdmin
 from profiles.admin_scoping import TENANT_FILTER, ReadOnlyScopedAdmin, allowed_tenants
 from profiles.models import Tenant, TenantMembership
 
@@ -130,3 +136,31 @@ class AuditEventAdmin(RedactedDisplayMixin, ReadOnlyScopedAdmin):
             name="memories_auditevent_verify",
         )
         return [verify, *super().get_urls()]
+
+
+class TenantMemoryAdmin(TenantAdmin):
+    """Tenants, with an action that queues the promotion scan for the selected ones now."""
+
+    actions: Any = (*TenantAdmin.actions, "queue_promotion_scan")
+
+    # Queued as the beat queues it, for the selected tenants only (`PROMOTION_SCAN`).
+
+    @admin.action(description="Run the promotion scan for selected tenants now (queued)")
+    def queue_promotion_scan(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
+        slugs = []
+        for tenant in queryset.filter(is_active=True):
+            promotion_scan_task.delay(tenant_id=tenant.pk)
+            slugs.append(tenant.slug)
+        if slugs:
+            self.message_user(
+                request,
+                f"Queued the promotion scan for {', '.join(slugs)}; new proposals appear in "
+                "the promotion queue once it has run.",
+                messages.SUCCESS,
+            )
+        else:
+            self.message_user(request, "No active tenant selected.", messages.WARNING)
+
+
+admin.site.unregister(Tenant)
+admin.site.register(Tenant, TenantMemoryAdmin)

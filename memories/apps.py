@@ -6,15 +6,31 @@ class MemoriesConfig(AppConfig):
     verbose_name = "Memories (Layers 2 and 3)"
 
     def ready(self) -> None:
-        from memories import receivers  # noqa: F401 - connects the signal receivers
-        from memories.history import receivers as history_receivers  # noqa: F401
+        from memories import receivers  # noqa: F401 - connects the model signal receivers
+        from memories.history.services import history_on_append
+        from memories.jobs import beat_schedule
         from memories.policies.selectors import injection_screen, redaction_patterns
         from memories.quarantine.services import quarantine_record
+        from memories.write.extraction import extraction_on_append
+        from memoryproject.celery import app as celery_app
         from memoryproject.quarantine import register_hold_recorder, register_screen_source
         from memoryproject.redaction import register_tenant_patterns
+        from transcripts.reactions import register_append_reactions
 
         # Layer 1 writers redact with the tenant's patterns, and screen and hold what reads
         # as an instruction to the model, without importing this app.
         register_tenant_patterns(redaction_patterns)
         register_screen_source(injection_screen)
         register_hold_recorder(quarantine_record)
+        # What an append sets going above Layer 0, in this order (docs/architecture.md, "The
+        # path of an append"):
+        register_append_reactions(
+            # inside the append's transaction: the history outbox row commits with it or not
+            # at all (an error here fails the append)
+            within=[history_on_append],
+            # after the commit: extraction queued, or its cursor moved past system events (a
+            # failure is logged and left to the extraction catch-up beat job)
+            after_commit=[extraction_on_append],
+        )
+        # Every beat job is one Job of memories/jobs.py; beat reads its schedule from there.
+        celery_app.conf.beat_schedule = beat_schedule()

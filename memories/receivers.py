@@ -1,4 +1,9 @@
-"""Reactions to other layers' signals."""
+"""Reactions to Django's model signals of other layers' rows: the recall context's cache is
+invalidated, a deleted tenant's purge recorded and scheduled.
+
+Reactions to an append are not signals: they are the table in `memories/apps.py`, which
+`transcripts.reactions` calls.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,6 @@ from django.dispatch import receiver
 from memories.policies.models import RecallPolicy, VocabularyEntry
 from memories.recall.cache import context_cache
 from memories.review.models import TenantPurge
-from memories.write.models import ExtractionCursor
 from memoryproject.errors import StoreUnavailable
 from profiles.models import (
     AgentSetting,
@@ -25,41 +29,8 @@ from profiles.models import (
     UserProjectRole,
     Workspace,
 )
-from transcripts.signals import events_appended
 
 logger = logging.getLogger(__name__)
-SYSTEM_ONLY = frozenset({"system"})
-
-
-@receiver(events_appended)
-def extract_after_append(
-    sender: Any,
-    *,
-    session_pk: int,
-    first_seq: int = 0,
-    last_seq: int = 0,
-    roles: frozenset[str] = frozenset(),
-    **_: Any,
-) -> None:
-    """Queue extraction once new transcript events have committed.
-
-    System events (such as recall records) hold nothing to extract: when the cursor had read
-    everything before them, it is moved past them here instead of running a task.
-    """
-    from memories.tasks import stm_extract_task
-
-    if roles and roles <= SYSTEM_ONLY and first_seq:
-        caught_up = ExtractionCursor.objects.filter(
-            session_id=session_pk, extracted_seq=first_seq - 1
-        ).update(extracted_seq=last_seq)
-        if caught_up:
-            return
-        if first_seq == 1:
-            ExtractionCursor.objects.get_or_create(
-                session_id=session_pk, defaults={"extracted_seq": last_seq}
-            )
-            return
-    stm_extract_task.delay(session_pk=session_pk)
 
 
 # --- cached Layer 1 context of recall -------------------------------------------------------

@@ -277,36 +277,8 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 }
 CELERY_TASK_DEFAULT_QUEUE = env.string("CELERY_QUEUE", "memory")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-CELERY_BEAT_SCHEDULE: dict[str, dict] = {
-    # Delete expired short-term memory items (and their index entries) every minute.
-    "stm-expire-sweep": {"task": "memories.tasks.stm_expire_sweep_task", "schedule": 60.0},
-    # Re-run extraction for sessions whose cursor lags (e.g. after a worker outage).
-    "stm-extract-catch-up": {"task": "memories.tasks.stm_extract_catch_up_task", "schedule": 120.0},
-    # Drain the long-term index outbox (normally drained right after each change).
-    "ltm-outbox-drain": {"task": "memories.tasks.ltm_outbox_drain_task", "schedule": 60.0},
-    # Index transcript turns still in the history outbox; also queues sessions a missed
-    # append signal left behind (normally drained a moment after each append).
-    "history-outbox-drain": {
-        "task": "memories.tasks.history_outbox_drain_task",
-        "schedule": 30.0,
-        "kwargs": {"catch_up": True},
-    },
-    # Apply queued recall side effects (normally applied a moment after each recall).
-    "recall-effects-apply": {"task": "memories.tasks.recall_effects_apply_task", "schedule": 30.0},
-    # Forgetting: fade unused long-term cards, archive old unimportant ones (daily).
-    "ltm-forget": {"task": "memories.tasks.ltm_forget_task", "schedule": 24 * 3600.0},
-    # Propose short-term items meeting the promotion triggers for review (hourly).
-    "promotion-scan": {"task": "memories.tasks.promotion_scan_task", "schedule": 3600.0},
-    # Reflection: propose semantic cards from groups of related episodes (every 6 hours).
-    "reflection-run": {"task": "memories.tasks.reflection_run_task", "schedule": 6 * 3600.0},
-    # Resume approved erasures that stopped while a store was down.
-    "erasures-resume": {"task": "memories.tasks.erasures_resume_task", "schedule": 300.0},
-    # Finish purging deleted tenants' data from Redis, ES, Milvus and transcript storage.
-    "tenant-purges-resume": {
-        "task": "memories.tasks.tenant_purges_resume_task",
-        "schedule": 300.0,
-    },
-}
+# The beat schedule is not set here: every beat job, its schedule included, is one `Job` in
+# memories/jobs.py, whose table the memories app installs as Celery's `beat_schedule`.
 
 # The worker and beat write a heartbeat to Redis this often; /readyz counts one missing for
 # HEARTBEAT_TTL_SECONDS as not running. With READYZ_REQUIRE_WORKERS on (the default unless DEBUG)

@@ -15,9 +15,9 @@ from memoryproject.errors import Conflict, ErrorCode, Gone, NotFound
 from profiles.models import Tenant
 from profiles.services import end_user_get_or_create
 from transcripts.models import EventRef, Segment, Session
+from transcripts.reactions import Appended, react_after_commit, react_within
 from transcripts.segments import encode_segment, event_digest, sha256_hex
 from transcripts.selectors import session_owner_conflict
-from transcripts.signals import events_appended, events_appending
 from transcripts.storage import segment_delete, segment_write, segments_delete
 
 
@@ -87,28 +87,18 @@ def events_append(
             if replay is not None:
                 return AppendResult(session=session, ids=replay, created=False)
             result, stored_name = _write_segment(session=session, events=events, task_id=task_id)
-            first_seq, last_seq = result.ids[0][0], result.ids[-1][0]
-            roles = frozenset(event.role for event in events)
-            # Within the transaction: what a receiver writes commits with the append or not
-            # at all (the history outbox row).
-            events_appending.send(
-                sender=Session,
+            appended = Appended(
                 session_pk=session.pk,
-                first_seq=first_seq,
-                last_seq=last_seq,
-                roles=roles,
+                first_seq=result.ids[0][0],
+                last_seq=result.ids[-1][0],
+                roles=frozenset(event.role for event in events),
             )
-            # send_robust: a failing receiver (say, the broker is down) must not turn a
-            # committed append into an error; the extraction catch-up job covers it later.
-            transaction.on_commit(
-                lambda: events_appended.send_robust(
-                    sender=Session,
-                    session_pk=session.pk,
-                    first_seq=first_seq,
-                    last_seq=last_seq,
-                    roles=roles,
-                )
-            )
+            # The layers above react through transcripts.reactions (their table is in
+            # memories/apps.py): here, what must commit with the append or not at all (the
+            # history outbox row); after the commit, what a job catches up if it fails
+            # (queuing extraction), which never fails the committed append.
+            react_within(appended=appended)
+            transaction.on_commit(lambda: react_after_commit(appended=appended))
             return result
     except BaseException:
         if stored_name:  # the metadata did not commit: remove the orphan object

@@ -38,6 +38,7 @@ from memoryproject.errors import StoreUnavailable
 from memoryproject.redaction import Redactor, redactor_for
 from profiles.models import Tenant
 from transcripts.models import Session
+from transcripts.reactions import Appended
 from transcripts.selectors import events_after
 
 logger = logging.getLogger(__name__)
@@ -242,6 +243,18 @@ def history_record_append(
             return False
     HistoryOutbox.objects.create(session_id=session_pk, first_seq=first_seq, last_seq=last_seq)
     return True
+
+
+def history_on_append(*, appended: Appended) -> None:
+    """An append's reaction inside its transaction: record its range for indexing, so the two
+    commit together or not at all; the drain is asked for once they have committed."""
+    if history_record_append(
+        session_pk=appended.session_pk,
+        first_seq=appended.first_seq,
+        last_seq=appended.last_seq,
+        roles=appended.roles,
+    ):
+        transaction.on_commit(history_drain_enqueue)
 
 
 def history_drain_enqueue() -> None:

@@ -1,9 +1,10 @@
-"""Layer 1's end-user and tenant screens, extended with what the memory layers hold.
+"""Layer 1's end-user screen, extended with what the memory layers hold.
 
-`profiles` sits below the memory layers and cannot import them, so its end-user and tenant
-admins are registered again here as subclasses: the end-user page adds the user's memory
-(preference and fact history, live short-term items with delete, long-term cards, pending
-proposals and deletions, export download); the tenant list can queue a promotion scan.
+`profiles` sits below the memory layers and cannot import them, so its end-user admin is
+registered again here as a subclass: the end-user page adds the user's memory (preference and
+fact history, live short-term items with delete, long-term cards, pending proposals and
+deletions, export download). The tenant list's action, which queues a job, is in
+`memories/admin.py`, beside the jobs it queues.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
 from django.http import (
     Http404,
     HttpRequest,
@@ -29,8 +29,8 @@ from memories.review.selectors import end_user_memory
 from memories.stm.selectors import stm_item_for
 from memories.stm.services import stm_item_delete
 from memoryproject.errors import DomainError, StoreUnavailable
-from profiles.admin import EndUserAdmin, TenantAdmin
-from profiles.models import EndUser, Tenant
+from profiles.admin import EndUserAdmin
+from profiles.models import EndUser
 
 
 class EndUserMemoryAdmin(EndUserAdmin):
@@ -109,30 +109,5 @@ class EndUserMemoryAdmin(EndUserAdmin):
         return [*own, *super().get_urls()]
 
 
-class TenantMemoryAdmin(TenantAdmin):
-    """Tenants, with an action that queues the promotion scan for the selected ones now."""
-
-    actions: Any = (*TenantAdmin.actions, "queue_promotion_scan")
-
-    @admin.action(description="Run the promotion scan for selected tenants now (queued)")
-    def queue_promotion_scan(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
-        from memories.review.tasks import promotion_scan_task
-
-        slugs = []
-        for tenant in queryset.filter(is_active=True):
-            promotion_scan_task.delay(tenant_id=tenant.pk)
-            slugs.append(tenant.slug)
-        if slugs:
-            self.message_user(
-                request,
-                f"Queued the promotion scan for {', '.join(slugs)}; new proposals appear in "
-                "the promotion queue once it has run.",
-                messages.SUCCESS,
-            )
-        else:
-            self.message_user(request, "No active tenant selected.", messages.WARNING)
-
-
-for _model, _admin_class in ((EndUser, EndUserMemoryAdmin), (Tenant, TenantMemoryAdmin)):
-    admin.site.unregister(_model)
-    admin.site.register(_model, _admin_class)
+admin.site.unregister(EndUser)
+admin.site.register(EndUser, EndUserMemoryAdmin)

@@ -1,6 +1,7 @@
 """Celery entry points of the review workflows; each calls one service.
 
-Each task keeps its name under `memories.tasks`, where the app registers them all.
+Each task keeps its name under `memories.tasks`, where the app registers them all. The
+promotion scan's and reflection's tasks live with their Jobs in `memories/jobs.py`.
 """
 
 from __future__ import annotations
@@ -19,35 +20,6 @@ UNTIL_STORES_CONFIRM = {
     "max_retries": 12,
     "soft_time_limit": 1800,
 }
-
-
-@shared_task(
-    name="memories.tasks.promotion_scan_task",
-    acks_late=True,
-    autoretry_for=(StoreUnavailable,),
-    retry_backoff=True,
-    max_retries=3,
-)
-def promotion_scan_task(*, cursor: int = 0, tenant_id: int | None = None) -> str:
-    """Propose short-term items that meet the promotion triggers (of one tenant, when given);
-    requeues while users remain."""
-    from memories.review.promotion import promotion_scan
-    from memoryproject.locks import redis_lock
-    from profiles.models import Tenant
-
-    tenant = None
-    if tenant_id is not None:
-        tenant = Tenant.objects.filter(pk=tenant_id, is_active=True).first()
-        if tenant is None:
-            return "gone"
-    lock = "promotion-scan" if tenant is None else f"promotion-scan:{tenant_id}"
-    with redis_lock(lock, ttl_seconds=600) as acquired:
-        if not acquired:
-            return "busy"
-        result = promotion_scan(cursor=cursor, tenant=tenant)
-    if result.next_cursor:
-        promotion_scan_task.delay(cursor=result.next_cursor, tenant_id=tenant_id)
-    return f"examined {result.examined}, proposed {result.proposed}"
 
 
 @shared_task(name="memories.tasks.erasure_run_task", **UNTIL_STORES_CONFIRM)
@@ -94,24 +66,3 @@ def tenant_purges_resume_task() -> str:
     for purge_id in pending:
         tenant_purge_task.delay(purge_id=purge_id)
     return f"resumed {len(pending)}"
-
-
-@shared_task(
-    name="memories.tasks.reflection_run_task",
-    acks_late=True,
-    autoretry_for=(StoreUnavailable,),
-    retry_backoff=True,
-    max_retries=3,
-)
-def reflection_run_task(*, cursor: int = 0) -> str:
-    """Propose semantic cards from groups of related episodes; requeues while users remain."""
-    from memories.review.reflection import reflection_run
-    from memoryproject.locks import redis_lock
-
-    with redis_lock("reflection", ttl_seconds=900) as acquired:
-        if not acquired:
-            return "busy"
-        result = reflection_run(cursor=cursor)
-    if result.next_cursor:
-        reflection_run_task.delay(cursor=result.next_cursor)
-    return f"weighed {result.examined} new episodes, proposed {result.proposed}"

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from memories.audit.services import Action, Actor, audit_record
 from memories.stm.selectors import stm_item_for
 from memories.stm.store import now_seconds, stm_store
-from memoryproject.locks import redis_lock
 from profiles.models import Tenant
 
 
@@ -32,31 +31,31 @@ class SweepResult:
     removed: int
     owners: int
     more: bool  # work was left when the time budget ran out
-    ran: bool = True  # False when another sweep held the lock
 
 
 def stm_expire_sweep(
     *, owners_per_batch: int = 200, items_per_call: int = 1000, budget_seconds: float = 50.0
 ) -> SweepResult:
-    """Delete every item due by now, in bounded calls, under a lock so only one sweep runs."""
-    with redis_lock("stm-expire-sweep", ttl_seconds=int(budget_seconds) + 60) as acquired:
-        if not acquired:
-            return SweepResult(removed=0, owners=0, more=False, ran=False)
-        store = stm_store()
-        now = now_seconds()
-        deadline = time.monotonic() + budget_seconds
-        removed = owners_seen = 0
-        while time.monotonic() < deadline:
-            owners = store.owners_due(now=now, limit=owners_per_batch)
-            if not owners:
-                return SweepResult(removed=removed, owners=owners_seen, more=False)
-            for owner in owners:
-                owners_seen += 1
-                more = True
-                while more and time.monotonic() < deadline:
-                    count, more = store.sweep_owner(owner=owner, now=now, limit=items_per_call)
-                    removed += count
-        return SweepResult(removed=removed, owners=owners_seen, more=True)
+    """Delete every item due by now, in bounded calls, until done or the budget is spent.
+
+    Sweeping one owner is one atomic step of the store, so two sweeps at once remove nothing
+    twice; the expiry job (`memories.jobs.EXPIRY`) still runs one at a time, under its lock.
+    """
+    store = stm_store()
+    now = now_seconds()
+    deadline = time.monotonic() + budget_seconds
+    removed = owners_seen = 0
+    while time.monotonic() < deadline:
+        owners = store.owners_due(now=now, limit=owners_per_batch)
+        if not owners:
+            return SweepResult(removed=removed, owners=owners_seen, more=False)
+        for owner in owners:
+            owners_seen += 1
+            more = True
+            while more and time.monotonic() < deadline:
+                count, more = store.sweep_owner(owner=owner, now=now, limit=items_per_call)
+                removed += count
+    return SweepResult(removed=removed, owners=owners_seen, more=True)
 
 
 def stm_expire_sweep_tenant(*, tenant: Tenant, items_per_call: int = 1000) -> SweepResult:

@@ -24,16 +24,43 @@ from memories.write.services import proposals_submit
 from memoryproject.errors import StoreUnavailable
 from memoryproject.locks import LeaseLost, redis_lock
 from transcripts.models import Session
+from transcripts.reactions import Appended
 from transcripts.selectors import events_after
 
 logger = logging.getLogger(__name__)
 
 PAGE_SIZE = 200
 LOCK_SECONDS = 300
+# Roles that hold nothing to extract (recall records are system events).
+NOT_EXTRACTED = frozenset({"system"})
 
 
 class ExtractionBusy(Exception):
     """Another worker is extracting this session right now."""
+
+
+def extraction_on_append(*, appended: Appended) -> None:
+    """An append's reaction once it has committed: queue extraction of its session.
+
+    System events hold nothing to extract: when the cursor had read everything before them, it
+    is moved past them instead of running a task (the append of every recall's record costs no
+    task). A queue that fails (the broker is down) is left to the catch-up beat job.
+    """
+    from memories.write.tasks import stm_extract_task
+
+    roles, first_seq, last_seq = appended.roles, appended.first_seq, appended.last_seq
+    if roles and roles <= NOT_EXTRACTED and first_seq:
+        caught_up = ExtractionCursor.objects.filter(
+            session_id=appended.session_pk, extracted_seq=first_seq - 1
+        ).update(extracted_seq=last_seq)
+        if caught_up:
+            return
+        if first_seq == 1:
+            ExtractionCursor.objects.get_or_create(
+                session_id=appended.session_pk, defaults={"extracted_seq": last_seq}
+            )
+            return
+    stm_extract_task.delay(session_pk=appended.session_pk)
 
 
 def session_extract(*, session_pk: int) -> str:

@@ -1,5 +1,5 @@
-"""Run a beat job now: promotion_scan, reflection, expiry or forgetting, optionally for one
-tenant."""
+"""Run a beat job now (one of `memories.jobs.BY_HAND`: promotion_scan, reflection, expiry,
+forgetting), optionally for one tenant."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memories.jobs import JOBS, job_run
+from memories.jobs import BY_HAND, job_run
 from memories.management.options import tenant_option
 
 
@@ -15,7 +15,7 @@ class Command(BaseCommand):
     help = "Run a beat job now (promotion_scan, reflection, expiry, forgetting); safe to rerun."
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("job", choices=JOBS)
+        parser.add_argument("job", choices=BY_HAND)
         parser.add_argument("--tenant", help="only this tenant (its slug)")
 
     def handle(self, *args: Any, **options: Any) -> None:
