@@ -362,9 +362,14 @@ def owners_with_policy(
 ) -> tuple[int, list[tuple[Owner, Tenant, PromotionPolicy]]]:
     """One page of the users holding short-term items, each with its active tenant and that
     tenant's promotion policy; the next cursor is 0 once every user was paged."""
-    next_cursor, page = stm_store().owners_page(cursor=cursor, count=owners)
+    store = stm_store()
+    next_cursor, page = store.owners_page(cursor=cursor, count=owners)
     if tenant is not None:
         page = [o for o in page if o.tenant_id == tenant.pk]
+        # Other tenants' users do not fill a page of this tenant's: read on until it is full.
+        while next_cursor and len(page) < owners:
+            next_cursor, more = store.owners_page(cursor=next_cursor, count=owners)
+            page += [o for o in more if o.tenant_id == tenant.pk]
     tenants = Tenant.objects.in_bulk({o.tenant_id for o in page})
     policies = {p.tenant_id: p for p in PromotionPolicy.objects.filter(tenant_id__in=list(tenants))}
     found = []

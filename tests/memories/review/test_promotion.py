@@ -321,3 +321,16 @@ def test_promotions_api_lists_by_status_and_hides_other_tenants(
     assert stranger.get(url).json()["promotions"] == []
     bad = owner.get(url, {"status": "maybe"})
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid"
+
+
+def test_a_tenants_scan_reads_past_a_page_of_other_tenants_users(
+    tenant, other_tenant, end_user
+) -> None:
+    # 300 users of another tenant hold items too: more than one page of the owners' scan
+    others = EndUserFactory.create_batch(300, tenant=other_tenant)
+    stm_store().upsert(items=[item(u) for u in others], now=NOW)
+    stm_store().upsert(items=[item(end_user, hit_count=5, sessions=["s_1", "s_2"])], now=NOW)
+
+    found = promotion_scan(tenant=tenant, now=NOW, owners=50)
+
+    assert found.examined == 1 and found.proposed == 1
