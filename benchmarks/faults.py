@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import http.client
 import json
 import os
@@ -251,19 +250,14 @@ class TranscriptFolder:
 
     def break_it(self) -> None:
         if self.mounted:
-            with self.filler.open("wb") as out:
-                chunk = b"\0" * (1 << 20)
-                try:
-                    while True:
-                        out.write(chunk)
-                        out.flush()
-                except OSError as exc:
-                    if exc.errno != errno.ENOSPC:
-                        raise
-                with contextlib.suppress(OSError):  # the last partial chunk
-                    while True:
-                        out.write(b"\0" * 4096)
-                        out.flush()
+            fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                for size in (1 << 20, 4096, 1):  # down to the last free byte
+                    with contextlib.suppress(OSError):
+                        while os.write(fd, b"\0" * size):
+                            pass
+            finally:
+                os.close(fd)
             return
         for folder in self._folders():
             if os.geteuid() == 0:
