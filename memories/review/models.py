@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from memories.write.models import ReviewedRequest
+from memories.write.models import ReviewedRequest, review_queue_rules
 from memories.write.models import ReviewStatus as ReviewStatus  # the review code reads it here
 from profiles.models import Tenant
 
@@ -44,14 +44,7 @@ class PromotionRequest(ReviewedRequest):
     # without new evidence. `result_ref`: a card's memory_id, or "preference:<pk>" / "fact:<pk>".
 
     class Meta(ReviewedRequest.Meta):
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "fingerprint"],
-                condition=Q(status="pending"),
-                name="promotion_one_pending_per_fingerprint",
-            )
-        ]
-        indexes = [models.Index(fields=["tenant", "status"], name="promotion_tenant_status")]
+        constraints, indexes = review_queue_rules(prefix="promotion")
 
     def __str__(self) -> str:
         return f"{self.request_id} ({self.get_path_display()})"

@@ -60,6 +60,19 @@ class ReviewedRequest(models.Model):
         ordering = ["-created_at"]
 
 
+def review_queue_rules(*, prefix: str) -> tuple[list[models.BaseConstraint], list[models.Index]]:
+    """A review queue's table rules: one pending request per tenant and fingerprint, and the
+    index its list reads by (tenant, status); `prefix` names them."""
+    pending_once = models.UniqueConstraint(
+        fields=["tenant", "fingerprint"],
+        condition=Q(status="pending"),
+        name=f"{prefix}_one_pending_per_fingerprint",
+    )
+    return [pending_once], [
+        models.Index(fields=["tenant", "status"], name=f"{prefix}_tenant_status")
+    ]
+
+
 class VerificationRequest(ReviewedRequest):
     """A constraint, preference or profile fact from an untrusted source, held for a reviewer.
 
@@ -87,14 +100,7 @@ class VerificationRequest(ReviewedRequest):
     # item approved.
 
     class Meta(ReviewedRequest.Meta):
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "fingerprint"],
-                condition=Q(status="pending"),
-                name="verification_one_pending_per_fingerprint",
-            )
-        ]
-        indexes = [models.Index(fields=["tenant", "status"], name="verification_tenant_status")]
+        constraints, indexes = review_queue_rules(prefix="verification")
 
     def __str__(self) -> str:
         return f"{self.request_id} ({self.memory_type})"
