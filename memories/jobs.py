@@ -88,19 +88,27 @@ def job_lock(
 
 
 # --- runners: one batch (the tasks), every batch (run_job) ------------------------------------
-def page_run(job: Job, *, cursor: int, tenant_id: int | None) -> tuple[str, int]:
-    """One page of a paged job under its lock: (report, next cursor); the cursor is 0 when done,
-    busy or gone."""
+class Requeue(Protocol):
+    """The task of a paged job, queued again for its next page."""
+
+    def delay(self, *, cursor: int, tenant_id: int | None) -> Any: ...
+
+
+def page_run(job: Job, *, cursor: int, tenant_id: int | None, requeue: Requeue) -> str:
+    """One page of a paged job under its lock; queues `requeue` for the next page while users
+    remain (not once done, busy or gone). Returns the report."""
     tenant = None
     if tenant_id is not None:
         tenant = Tenant.objects.filter(pk=tenant_id, is_active=True).first()
         if tenant is None:
-            return "gone", 0
+            return "gone"
     with job_lock(job, tenant=tenant) as lease:
         if lease is None:
-            return "busy", 0
+            return "busy"
         page: Page = job.service()(cursor=cursor, tenant=tenant, owners=job.batch)
-    return job.says.format(examined=page.examined, proposed=page.proposed), page.next_cursor
+    if page.next_cursor:
+        requeue.delay(cursor=page.next_cursor, tenant_id=tenant_id)
+    return job.says.format(examined=page.examined, proposed=page.proposed)
 
 
 def _pages_by_hand(job: Job, tenant: Tenant | None, progress: Progress) -> str:
@@ -286,20 +294,14 @@ _RETRIED = {
 def promotion_scan_task(*, cursor: int = 0, tenant_id: int | None = None) -> str:
     """Propose short-term items that meet the promotion triggers (of one tenant, when given);
     requeues while users remain."""
-    said, cursor = page_run(PROMOTION_SCAN, cursor=cursor, tenant_id=tenant_id)
-    if cursor:
-        promotion_scan_task.delay(cursor=cursor, tenant_id=tenant_id)
-    return said
+    return page_run(PROMOTION_SCAN, cursor=cursor, tenant_id=tenant_id, requeue=promotion_scan_task)
 
 
 @shared_task(name=REFLECTION.task, **_RETRIED)
 def reflection_run_task(*, cursor: int = 0, tenant_id: int | None = None) -> str:
     """Propose semantic cards from groups of related episodes (of one tenant, when given);
     requeues while users remain."""
-    said, cursor = page_run(REFLECTION, cursor=cursor, tenant_id=tenant_id)
-    if cursor:
-        reflection_run_task.delay(cursor=cursor, tenant_id=tenant_id)
-    return said
+    return page_run(REFLECTION, cursor=cursor, tenant_id=tenant_id, requeue=reflection_run_task)
 
 
 @shared_task(name=EXPIRY.task, **_RETRIED)

@@ -8,8 +8,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
@@ -17,9 +16,11 @@ from django.utils.safestring import SafeString
 
 from memories.review.admin_common import (
     AgeFilter,
-    ReviewQueueAdmin,
+    DecisionPageAdmin,
     StatusFilter,
+    fieldset_fields,
     pretty,
+    reason_field,
     refusal,
     reviewer_of,
     short_time,
@@ -94,16 +95,11 @@ def receipt_rows(receipt: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 class DeletionDecisionForm(forms.Form):
-    reason = forms.CharField(
-        required=False,
-        max_length=2000,
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
-        help_text="Required to reject; kept with the decision in any case.",
-    )
+    reason = reason_field(rows=3)
 
 
 @admin.register(DeletionRequest)
-class DeletionRequestAdmin(ReviewQueueAdmin):
+class DeletionRequestAdmin(DecisionPageAdmin):
     """Deletion requests: approving starts the erasure job; its progress and receipt show here."""
 
     list_display = (
@@ -152,27 +148,11 @@ class DeletionRequestAdmin(ReviewQueueAdmin):
             },
         ),
     )
-    readonly_fields = (
-        "request_id",
-        "tenant",
-        "kind",
-        "target",
-        "subject_user",
-        "reason",
-        "requested_by",
-        "created_at",
-        "status",
-        "decided_by",
-        "decided_at",
-        "decision_reason",
-        "progress_pretty",
-        "attempts",
-        "last_error",
-        "completed_at",
-        "receipt_table",
-        "receipt_sha256",
-    )
+    readonly_fields = fieldset_fields(fieldsets)
     change_form_template = "admin/memories/deletionrequest/change_form.html"
+    decision_form_class = DeletionDecisionForm
+    decision_name = "deletion"
+    redisplay_refused = False
 
     @admin.display(description="progress")
     def progress_pretty(self, obj: DeletionRequest) -> str:
@@ -224,37 +204,17 @@ class DeletionRequestAdmin(ReviewQueueAdmin):
         )
         return [receipt, *super().get_urls()]
 
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        deletion = self.reviewable(request, object_id)
-        if request.method == "POST":
-            if not self.has_review_permission(request, deletion):
-                raise PermissionDenied
-            if self._decide(request, deletion):
-                return HttpResponseRedirect(self.changelist_url(request))
-            return HttpResponseRedirect(request.get_full_path())
-        extra = {
-            "can_decide": deletion.status == DeletionRequest.Status.PENDING
-            and self.has_review_permission(request, deletion),
-            "decision_form": DeletionDecisionForm(),
-        }
-        return super().change_view(request, object_id, form_url, {**extra, **(extra_context or {})})
-
-    def _decide(self, request: HttpRequest, deletion: DeletionRequest) -> bool:
-        form = DeletionDecisionForm(request.POST)
+    def decide(
+        self, request: HttpRequest, obj: DeletionRequest, form: DeletionDecisionForm
+    ) -> bool:
         reason = form.cleaned_data["reason"] if form.is_valid() else ""
         reviewer = reviewer_of(request)
         try:
             if "_approve" in request.POST:
-                done = deletion_approve(request=deletion, reviewer=reviewer, reason=reason)
+                done = deletion_approve(request=obj, reviewer=reviewer, reason=reason)
                 verb = "Approved"
             elif "_reject" in request.POST:
-                done = deletion_reject(request=deletion, reviewer=reviewer, reason=reason)
+                done = deletion_reject(request=obj, reviewer=reviewer, reason=reason)
                 verb = "Rejected"
             else:
                 self.message_user(request, "Choose approve or reject.", messages.ERROR)

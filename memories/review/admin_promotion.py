@@ -16,9 +16,7 @@ from typing import Any
 import orjson
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -29,9 +27,13 @@ from memories.review.admin_common import (
     ConfidenceBandFilter,
     ReviewQueueAdmin,
     StatusFilter,
+    add_refusal,
+    approve_action,
     card_text,
     pretty,
+    reason_field,
     refusal,
+    reject_action,
     reviewer_of,
     short_time,
     side_by_side,
@@ -128,12 +130,7 @@ class PromotionReviewForm(forms.Form):
 
     decision = forms.ChoiceField(choices=PromotionDecision.CHOICES)
     shown = forms.CharField(widget=forms.HiddenInput, required=False)
-    reason = forms.CharField(
-        required=False,
-        max_length=2000,
-        widget=forms.Textarea(attrs={"rows": 2, "cols": 80}),
-        help_text="Required to reject; kept with the decision in any case.",
-    )
+    reason = reason_field()
     value = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2, "cols": 80}),
@@ -284,14 +281,6 @@ class PromotionReviewForm(forms.Form):
         }
 
 
-class BulkRejectForm(forms.Form):
-    reason = forms.CharField(
-        max_length=2000,
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
-        help_text="Kept with every rejected request.",
-    )
-
-
 @admin.register(PromotionRequest)
 class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
     """Promotion proposals: approve (as shown), reject, merge or retarget, through services."""
@@ -344,6 +333,7 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
     change_list_template = "admin/memories/promotionrequest/change_list.html"
     review_template = "admin/memories/promotionrequest/review.html"
     reject_template = "admin/memories/promotionrequest/reject_selected.html"
+    request_noun = ("promotion request", "promotion requests")
 
     @admin.display(description="proposal")
     def proposal_headline(self, obj: PromotionRequest) -> str:
@@ -438,15 +428,11 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
                 verb = "Approved as a new card" if as_new_card else "Approved"
                 verb += " with edits" if edits else ""
         except DomainError as exc:
-            for name, field_problems in (exc.fields or {}).items():
-                if name in form.fields:
-                    form.add_error(name, field_problems)
+            add_refusal(form, exc)
             self.message_user(request, f"Nothing was decided: {refusal(exc)}", messages.ERROR)
             return None
-        outcome = f" → {done.result_ref}" if done.result_ref else ""
         edited = f" ({', '.join(sorted(edits))} as edited)" if edits else ""
-        self.log_change(request, done, f"{verb}{outcome}. {done.decision_reason}".strip())
-        self.message_user(request, f"{verb} {done.request_id}{outcome}{edited}.", messages.SUCCESS)
+        self.decided(request, done, verb, note=edited)
         return self.changelist_url(request)
 
     def _retarget(
@@ -474,10 +460,7 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
                 value=value,
             )
         except DomainError as exc:
-            for name, problems in (exc.fields or {}).items():
-                target = {"key": "retarget_key", "value": "retarget_value"}.get(name, name)
-                if target in form.fields:
-                    form.add_error(target, problems)
+            add_refusal(form, exc, names={"key": "retarget_key", "value": "retarget_value"})
             self.message_user(request, f"Not retargeted: {refusal(exc)}", messages.ERROR)
             return None
         where = "path B, a long-term card" if to_ltm else f"path A, key {key}"
@@ -582,60 +565,11 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
         }
 
     # --- bulk actions --------------------------------------------------------------------
-    @admin.action(description="Approve selected promotion requests", permissions=["review"])
-    def approve_selected(self, request: HttpRequest, queryset: QuerySet[PromotionRequest]) -> None:
-        reviewer = reviewer_of(request)
-        approved, refused = [], []
-        for promotion in queryset.select_related("tenant", "end_user"):
-            try:
-                done = promotion_approve(request=promotion, reviewer=reviewer)
-            except DomainError as exc:
-                refused.append(f"{promotion.request_id} ({refusal(exc)})")
-            else:
-                self.log_change(request, done, f"Approved → {done.result_ref} (bulk action).")
-                approved.append(done.request_id)
-        self._report(request, "Approved", approved, refused)
-
-    @admin.action(description="Reject selected promotion requests…", permissions=["review"])
-    def reject_selected(
-        self, request: HttpRequest, queryset: QuerySet[PromotionRequest]
-    ) -> HttpResponse | None:
-        form = BulkRejectForm(request.POST if "post" in request.POST else None)
-        if form.is_bound and form.is_valid():
-            reviewer, reason = reviewer_of(request), form.cleaned_data["reason"]
-            rejected, refused = [], []
-            for promotion in queryset:
-                try:
-                    done = promotion_reject(request=promotion, reviewer=reviewer, reason=reason)
-                except DomainError as exc:
-                    refused.append(f"{promotion.request_id} ({refusal(exc)})")
-                else:
-                    self.log_change(request, done, f"Rejected (bulk action). {reason}")
-                    rejected.append(done.request_id)
-            self._report(request, "Rejected", rejected, refused)
-            return None
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.opts,
-            "app_label": self.opts.app_label,
-            "title": "Reject promotion requests",
-            "queryset": queryset,
-            "form": form,
-            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-            "action": "reject_selected",
-            "changelist_url": self.changelist_url(request),
-            "media": self.media,
-        }
-        request.current_app = self.admin_site.name
-        return TemplateResponse(request, self.reject_template, context)
-
-    def _report(self, request: HttpRequest, verb: str, done: list[str], refused: list[str]) -> None:
-        if done:
-            noun = "promotion request" if len(done) == 1 else "promotion requests"
-            self.message_user(
-                request, f"{verb} {len(done)} {noun}: {', '.join(done)}.", messages.SUCCESS
-            )
-        if refused:
-            self.message_user(
-                request, f"Not {verb.lower()}: {'; '.join(refused)}", messages.WARNING
-            )
+    approve_selected = approve_action(
+        description="Approve selected promotion requests", approve=promotion_approve
+    )
+    reject_selected = reject_action(
+        description="Reject selected promotion requests…",
+        reject=promotion_reject,
+        title="Reject promotion requests",
+    )

@@ -6,16 +6,12 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from memories.write.models import ReviewedRequest, review_queue_rules
+from memories.write.models import ReviewStatus as ReviewStatus  # the review code reads it here
 from profiles.models import Tenant
 
 
-class ReviewStatus(models.TextChoices):
-    PENDING = "pending", "Pending review"
-    APPROVED = "approved", "Approved"
-    REJECTED = "rejected", "Rejected"
-
-
-class PromotionRequest(models.Model):
+class PromotionRequest(ReviewedRequest):
     """A proposal to promote short-term memory: to PostgreSQL (path A) or a long-term card (B).
 
     Nothing is promoted until a reviewer approves; the evidence says why it was proposed.
@@ -44,32 +40,11 @@ class PromotionRequest(models.Model):
     # Path A: the key's current value; path B: the nearest existing cards.
     existing = models.JSONField(default=dict, blank=True)
     confidence = models.FloatField(default=0.5)
-    # What it promotes, normalised: a rejected fingerprint is not proposed again without new
-    # evidence.
-    fingerprint = models.CharField(max_length=64)
-    status = models.CharField(
-        max_length=16, choices=ReviewStatus.choices, default=ReviewStatus.PENDING
-    )
-    decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    decided_at = models.DateTimeField(null=True, blank=True)
-    decision_reason = models.TextField(blank=True)
-    # What approval produced: a card's memory_id, or "preference:<pk>" / "fact:<pk>".
-    result_ref = models.CharField(max_length=80, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    # `fingerprint`: what it promotes, normalised: a rejected fingerprint is not proposed again
+    # without new evidence. `result_ref`: a card's memory_id, or "preference:<pk>" / "fact:<pk>".
 
-    class Meta:
-        ordering = ["-created_at"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "fingerprint"],
-                condition=Q(status="pending"),
-                name="promotion_one_pending_per_fingerprint",
-            )
-        ]
-        indexes = [models.Index(fields=["tenant", "status"], name="promotion_tenant_status")]
+    class Meta(ReviewedRequest.Meta):
+        constraints, indexes = review_queue_rules(prefix="promotion")
 
     def __str__(self) -> str:
         return f"{self.request_id} ({self.get_path_display()})"

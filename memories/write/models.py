@@ -25,17 +25,60 @@ class ExtractionCursor(models.Model):
         return f"{self.session} extracted to {self.extracted_seq}"
 
 
-class VerificationRequest(models.Model):
+class ReviewStatus(models.TextChoices):
+    PENDING = "pending", "Pending review"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+
+
+class ReviewedRequest(models.Model):
+    """What a request a reviewer approves or rejects keeps of its decision (held memories here,
+    promotion requests in `memories.review`).
+
+    `fingerprint` names what it would write: one request per fingerprint is pending at a time
+    (each model's constraint), and a rejected one is not proposed again unchanged.
+    """
+
+    Status = ReviewStatus
+
+    fingerprint = models.CharField(max_length=64)
+    status = models.CharField(
+        max_length=16, choices=ReviewStatus.choices, default=ReviewStatus.PENDING
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.TextField(blank=True)
+    # What approval produced (each model says what it names).
+    result_ref = models.CharField(max_length=80, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at"]
+
+
+def review_queue_rules(*, prefix: str) -> tuple[list[models.BaseConstraint], list[models.Index]]:
+    """A review queue's table rules: one pending request per tenant and fingerprint, and the
+    index its list reads by (tenant, status); `prefix` names them."""
+    pending_once = models.UniqueConstraint(
+        fields=["tenant", "fingerprint"],
+        condition=Q(status="pending"),
+        name=f"{prefix}_one_pending_per_fingerprint",
+    )
+    return [pending_once], [
+        models.Index(fields=["tenant", "status"], name=f"{prefix}_tenant_status")
+    ]
+
+
+class VerificationRequest(ReviewedRequest):
     """A constraint, preference or profile fact from an untrusted source, held for a reviewer.
 
     Until approved it is no short-term item at all, so it is never injected, as a rule or
     otherwise. Approval (as shown or edited) writes it as a trusted item (source `reviewer`).
     """
-
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending review"
-        APPROVED = "approved", "Approved"
-        REJECTED = "rejected", "Rejected"
 
     request_id = models.CharField(max_length=40, unique=True)
     tenant = models.ForeignKey(
@@ -52,29 +95,12 @@ class VerificationRequest(models.Model):
     hold_reason = models.CharField(max_length=40)
     requested_by = models.CharField(max_length=200, blank=True)
     confidence = models.FloatField(default=0.5)
-    # The candidate's fingerprint and type: a retried proposal finds its pending request, and
-    # a rejected one is refused when proposed again.
-    fingerprint = models.CharField(max_length=64)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    decided_at = models.DateTimeField(null=True, blank=True)
-    decision_reason = models.TextField(blank=True)
-    result_ref = models.CharField(max_length=80, blank=True)  # the short-term item approved
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    # `fingerprint`: the candidate's, with its type: a retried proposal finds its pending
+    # request, and a rejected one is refused when proposed again. `result_ref`: the short-term
+    # item approved.
 
-    class Meta:
-        ordering = ["-created_at"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "fingerprint"],
-                condition=Q(status="pending"),
-                name="verification_one_pending_per_fingerprint",
-            )
-        ]
-        indexes = [models.Index(fields=["tenant", "status"], name="verification_tenant_status")]
+    class Meta(ReviewedRequest.Meta):
+        constraints, indexes = review_queue_rules(prefix="verification")
 
     def __str__(self) -> str:
         return f"{self.request_id} ({self.memory_type})"
