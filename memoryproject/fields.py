@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from django.http import QueryDict
@@ -112,10 +113,29 @@ class OutputSerializer(serializers.Serializer):
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
         document = dict(instance)
-        for name, field in self.fields.items():
+        for name, field in _walked(type(self)):
             if document.get(name) is not None:
                 document[name] = _represent(field, document[name])
         return document
+
+
+@cache
+def _walked(serializer: type[OutputSerializer]) -> tuple[tuple[str, Any], ...]:
+    """The declared fields an answer's walk descends into, once per class: `self.fields`
+    deep-copies every declared field on each call, a cost paid per item of every answer, while
+    the walk reads them only (no binding, no context)."""
+    declared: dict[str, Any] = serializer._declared_fields  # type: ignore[attr-defined]
+    return tuple((name, field) for name, field in declared.items() if _descends(field))
+
+
+def _descends(field: Any) -> bool:
+    if isinstance(field, OutputSerializer):
+        return True
+    if isinstance(
+        field, serializers.ListSerializer | serializers.ListField | serializers.DictField
+    ):
+        return _descends(field.child)
+    return False
 
 
 def _represent(field: Any, value: Any) -> Any:

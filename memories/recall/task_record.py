@@ -48,7 +48,8 @@ def task_record_query(
     alternates: Alternates | None = None,
 ) -> TaskRecordQuery | None:
     """The record is searched for a question about the current task or context that no
-    short-term candidate holds half of, for the terms none of them holds; None otherwise."""
+    short-term candidate holds half of, nor names what it names, for the terms none of them
+    holds; None otherwise."""
     if not profile.content_terms:
         return None
     if not (profile.intent in Intent.TASK_INTENTS or profile.has_reference):
@@ -61,6 +62,9 @@ def task_record_query(
         return None
     if any(holding_of(terms, text, alternates).share >= HELD_SHARE for text in stm_texts):
         return None  # a short-term item answers it
+    named = [entity.lower() for entity in profile.entities if entity.lower() != task]
+    if named and any(name in text.lower() for text in stm_texts for name in named):
+        return None  # a short-term item is about the thing the question names
     missing = tuple(
         term
         for term in terms
