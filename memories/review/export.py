@@ -13,9 +13,11 @@ from memories.audit.models import AuditEvent
 from memories.history.selectors import history_entries_for
 from memories.ltm.models import LtmCard
 from memories.ltm.serializers import card_view
+from memories.quarantine.models import QuarantinedText
 from memories.review.models import PromotionRequest
 from memories.stm.serializers import item_document
 from memories.stm.store import stm_store
+from memories.write.models import VerificationRequest
 from memoryproject.redaction import (
     NAMES_CONTEXT,
     Redactor,
@@ -121,7 +123,8 @@ def _layer1(tenant: Tenant, user_id: str, end_user: Any, redactor: Redactor) -> 
 
 def user_export(*, tenant: Tenant, user_id: str, raw_transcripts: bool = False) -> dict[str, Any]:
     """Layer 1 rows with their history, short-term items, cards (any status), transcripts,
-    episodic history entries, pending promotions and audit events of one end user.
+    episodic history entries, pending promotions, what waits for a reviewer (verification
+    requests, quarantined texts) and audit events of one end user.
 
     Derived texts are redacted; the transcripts too unless `raw_transcripts`.
     """
@@ -134,6 +137,8 @@ def user_export(*, tenant: Tenant, user_id: str, raw_transcripts: bool = False) 
     sessions = list(Session.objects.filter(tenant=tenant, end_user=end_user).order_by("pk"))
     audit = AuditEvent.objects.filter(tenant=tenant, end_user_pk=end_user.pk).order_by("seq")
     promotions = PromotionRequest.objects.filter(tenant=tenant, end_user=end_user)
+    verifications = VerificationRequest.objects.filter(tenant=tenant, end_user=end_user)
+    quarantined = QuarantinedText.objects.filter(tenant=tenant, end_user=end_user)
     return {
         "format": EXPORT_FORMAT,
         "user_id": end_user.external_id,
@@ -163,6 +168,31 @@ def user_export(*, tenant: Tenant, user_id: str, raw_transcripts: bool = False) 
                 "created_at": p.created_at,
             }
             for p in promotions
+        ],
+        # What waits for a reviewer: untrusted rules, and texts held as instructions to the model.
+        "verifications": [
+            {
+                "request_id": v.request_id,
+                "memory_type": v.memory_type,
+                "summary": _value(redactor, v.summary),
+                "source_kind": v.source_kind,
+                "hold_reason": v.hold_reason,
+                "status": v.status,
+                "created_at": v.created_at,
+            }
+            for v in verifications.order_by("pk")
+        ],
+        "quarantined": [
+            {
+                "quarantine_id": q.quarantine_id,
+                "path": q.path,
+                "source_kind": q.source_kind,
+                "reason": q.reason,
+                "text": _value(redactor, q.text),
+                "status": q.status,
+                "created_at": q.created_at,
+            }
+            for q in quarantined.order_by("pk")
         ],
         "audit": [
             {

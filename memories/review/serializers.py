@@ -204,6 +204,30 @@ class ExportAuditEventOutputSerializer(OutputSerializer):
     sha256 = serializers.CharField()
 
 
+class ExportVerificationOutputSerializer(OutputSerializer):
+    request_id = serializers.CharField()
+    memory_type = serializers.CharField()
+    summary = serializers.CharField(help_text="the held rule, redacted")
+    source_kind = serializers.CharField()
+    hold_reason = serializers.CharField(
+        help_text="untrusted_constraint, untrusted_preference or untrusted_profile_fact"
+    )
+    status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class ExportQuarantinedOutputSerializer(OutputSerializer):
+    quarantine_id = serializers.CharField()
+    path = serializers.CharField(help_text="the write path that held it")
+    source_kind = serializers.CharField()
+    reason = serializers.CharField(
+        help_text="instruction_override, prompt_disclosure, role_change or fake_marker"
+    )
+    text = serializers.CharField(help_text="the held text, redacted ('' once discarded)")
+    status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
 class UserExportOutputSerializer(OutputSerializer):
     """Everything held about one end user, in every layer (`user_export`)."""
 
@@ -216,4 +240,6 @@ class UserExportOutputSerializer(OutputSerializer):
     transcripts = ExportTranscriptOutputSerializer(many=True)
     history = ExportHistoryOutputSerializer()
     promotions = ExportPromotionOutputSerializer(many=True)
+    verifications = ExportVerificationOutputSerializer(many=True)
+    quarantined = ExportQuarantinedOutputSerializer(many=True)
     audit = ExportAuditEventOutputSerializer(many=True)

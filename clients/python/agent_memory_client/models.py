@@ -887,6 +887,26 @@ class ExportAuditEvent(TypedDict):
     sha256: str
 
 
+class ExportVerification(TypedDict):
+    request_id: str
+    memory_type: str
+    summary: str
+    source_kind: str
+    hold_reason: str
+    status: str
+    created_at: str
+
+
+class ExportQuarantined(TypedDict):
+    quarantine_id: str
+    path: str
+    source_kind: str
+    reason: str
+    text: str
+    status: str
+    created_at: str
+
+
 class UserExport(TypedDict):
     format: int
     user_id: str
@@ -897,4 +917,6 @@ class UserExport(TypedDict):
     transcripts: list[ExportTranscript]
     history: ExportHistory
     promotions: list[ExportPromotion]
+    verifications: list[ExportVerification]  # untrusted rules waiting for a reviewer
+    quarantined: list[ExportQuarantined]  # texts held as instructions to the model
     audit: list[ExportAuditEvent]
