@@ -4,7 +4,7 @@ keeps what was said, a reviewer sees it without card numbers, secrets and the li
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memoryproject.redaction import redactor_for
@@ -125,16 +125,18 @@ class EndUserMemory:
     cards: list[Any]
     proposals: list[Any]
     deletions: list[Any]
+    verifications: list[Any] = field(default_factory=list)  # untrusted rules held, pending
 
 
 def end_user_memory(*, end_user: Any, stm_limit: int = 50, cards_limit: int = 50) -> EndUserMemory:
     """One end user's preference and fact history (every version), live short-term items
-    (from Redis, through `stm_items_for`), long-term cards, pending proposals and deletion
-    requests; texts redacted for display."""
+    (from Redis, through `stm_items_for`), long-term cards, pending proposals, pending
+    verification requests and deletion requests; texts redacted for display."""
     from memories.ltm.models import LtmCard
     from memories.review.models import DeletionRequest, PromotionRequest, ReviewStatus
     from memories.stm.selectors import stm_items_for
     from memories.stm.store import now_seconds
+    from memories.write.models import VerificationRequest
     from memoryproject.errors import StoreUnavailable
     from memoryproject.redaction import Report
     from profiles.models import StableFact, UserPreference
@@ -186,6 +188,13 @@ def end_user_memory(*, end_user: Any, stm_limit: int = 50, cards_limit: int = 50
             tenant=tenant, end_user=end_user, status=ReviewStatus.PENDING
         ).order_by("-created_at")
     )
+    verifications = list(
+        VerificationRequest.objects.filter(
+            tenant=tenant, end_user=end_user, status=ReviewStatus.PENDING
+        ).order_by("-created_at")[:50]
+    )
+    for held in verifications:
+        held.summary = shown(held.summary)
     deletions = list(
         DeletionRequest.objects.filter(tenant=tenant, subject_user=end_user.external_id).order_by(
             "-created_at"
@@ -199,4 +208,5 @@ def end_user_memory(*, end_user: Any, stm_limit: int = 50, cards_limit: int = 50
         cards=cards,
         proposals=proposals,
         deletions=deletions,
+        verifications=verifications,
     )

@@ -273,3 +273,22 @@ def test_another_tenants_reviewer_cannot_see_or_decide_it(queue) -> None:
     assert client.post(held_url(held), {"_approve": "1", "summary": "x"}).status_code == 404
     held.refresh_from_db()
     assert held.status == "pending"
+
+
+@pytest.mark.django_db
+def test_the_end_users_page_lists_what_waits_for_verification(
+    tenant: Tenant, owner: APIClient
+) -> None:
+    (result,) = owner.post(PROPOSALS, {"proposals": [attack()]}, format="json").json()["results"]
+    admin_user = StaffUserFactory()  # end users' pages are the tenant admins'
+    MembershipFactory(user=admin_user, tenant=tenant, role=TenantMembership.Role.TENANT_ADMIN)
+    client = Client()
+    client.force_login(admin_user)
+    end_user = EndUser.objects.get(tenant=tenant, external_id="u_42")
+
+    page = client.get(reverse("admin:profiles_enduser_change", args=[end_user.pk]))
+
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Held for verification" in text
+    assert result["verification_id"] in text and PLANTED in text
