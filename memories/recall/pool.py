@@ -188,6 +188,7 @@ def ltm_candidate(hit: LtmHit) -> MemoryCandidate:
     refs = [str(r) for r in card.get("source_refs", []) or []]
     tags = [str(t) for t in card.get("tags", []) or []]
     key = next((t.split(":", 1)[1] for t in tags if t.startswith("key:")), "")
+    source_kind = _CARD_SOURCE_KINDS.get(str(card.get("source_type") or ""), "import")
     return MemoryCandidate(
         memory_id=hit.memory_id,
         source="ltm",
@@ -212,10 +213,8 @@ def ltm_candidate(hit: LtmHit) -> MemoryCandidate:
             "vector_rank": hit.vector_rank,
         },
         derived_from=[r.split(":", 1)[1] for r in refs if r.startswith("stm_item_ids:")],
-        source_kind=_CARD_SOURCE_KINDS.get(str(card.get("source_type") or ""), "import"),
-        trust=Trust.TRUSTED
-        if _CARD_SOURCE_KINDS.get(str(card.get("source_type") or "")) == "reviewer"
-        else Trust.UNTRUSTED,
+        source_kind=source_kind,
+        trust=Trust.TRUSTED if source_kind == "reviewer" else Trust.UNTRUSTED,
     )
 
 
@@ -233,6 +232,7 @@ def deduplicate(
     rule) is an **echo** of it, the agent quoting its injected memory, not a second source: it
     is dropped as well."""
     ordered = sorted(candidates, key=lambda c: (-c.source_priority, -c.raw_relevance))
+    quoted: list[tuple[str, str]] | None = None  # the known memories' normalised texts, once
     kept: list[MemoryCandidate] = []
     dropped: list[Dropped] = []
     by_key: dict[str, MemoryCandidate] = {}
@@ -248,7 +248,9 @@ def deduplicate(
             else (None, "")
         )
         if twin is None and candidate.source == "history" and _spoken_by_agent(candidate):
-            echoed = _echo_of(normal, known)
+            if quoted is None:
+                quoted = [(memory_id, normalise_fact(text)) for memory_id, text in known]
+            echoed = _echo_of(normal, quoted)
             if echoed:
                 dropped.append(Dropped(candidate.memory_id, candidate.source, f"echo of {echoed}"))
                 continue
@@ -289,11 +291,11 @@ def _spoken_by_agent(candidate: MemoryCandidate) -> bool:
     return str(candidate.provenance.get("role", "")) in ("assistant", "tool")
 
 
-def _echo_of(normal: str, known: Sequence[tuple[str, str]]) -> str:
-    """The id of a known memory whose words the text holds (or most of its trigrams)."""
+def _echo_of(normal: str, quoted: Sequence[tuple[str, str]]) -> str:
+    """The id of a known memory (normalised text) whose words the text holds (or most of its
+    trigrams)."""
     mine: frozenset[str] | None = None
-    for memory_id, text in known:
-        theirs = normalise_fact(text)
+    for memory_id, theirs in quoted:
         if len(theirs) < MIN_ECHO_CHARS:
             continue
         if theirs in normal:

@@ -176,15 +176,12 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     pooled = [*stm_candidates, *ltm_candidates, *history_candidates]
     if request.user_stated_only:
         pooled = _user_stated(pooled, trace)
+    live = [*routed.probe.items.values(), *routed.probe.user_items.values()]
     # The user's live items, chosen or not: an agent's turn quoting one is an echo of it.
-    known = [
-        (item.id, item.summary)
-        for item in [*routed.probe.items.values(), *routed.probe.user_items.values()]
-    ]
-    chosen = _pool(pooled, blocks, policy, k, trace, known)
+    chosen = _pool(pooled, blocks, policy, k, trace, [(item.id, item.summary) for item in live])
     # The user's live constraints and preferences reach the blocks, whatever the session.
     blocks.constraints["standing"] = standing_rules(
-        [*routed.probe.items.values(), *routed.probe.user_items.values()],
+        live,
         authoritative=blocks.authoritative,
         shown={c.memory_id for c in chosen},
         now=now_seconds(),

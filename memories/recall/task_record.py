@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from memories.history.selectors import HistoryHit, history_search
+from memories.history.selectors import history_search
 from memories.recall.branches import FusedHit
 from memories.recall.history import history_candidate
 from memories.recall.pool import MemoryCandidate
@@ -106,21 +106,16 @@ def task_record_candidates(
     asked = _normal(query)
     chosen: list[MemoryCandidate] = []
     for rank, hit in enumerate(result.hits, start=1):
-        if _normal(_said(hit)) == asked:
-            continue  # the question, appended before it was asked
         if not holding_of(list(wanted.missing), hit.text, alternates).terms:
             continue
         candidate = history_candidate(
             FusedHit(key=hit.entry_id, score=hit.score, ranks={"lexical": rank}, hit=hit)
         )
+        if _normal(candidate.core) == asked:
+            continue  # the question, appended before it was asked
         candidate.provenance["task_record"] = True
         chosen.append(candidate)
     return chosen[:TASK_RECORD_K], result.degraded
-
-
-def _said(hit: HistoryHit) -> str:
-    head, sep, rest = hit.text.partition(": ")
-    return rest if sep and head == hit.role else hit.text
 
 
 def _normal(text: str) -> str:
