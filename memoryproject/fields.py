@@ -83,6 +83,16 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
+class QueryIntegerField(serializers.IntegerField):
+    """An IntegerField for a query parameter: digits only, so `?after=0.0` or `?limit=1e3` is
+    a 400 as the schema's `integer` says, not read as a number (DRF takes "5.0" for 5)."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, str) and not data.strip().isdigit():
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictFloatField(serializers.FloatField):
     """A FloatField for JSON bodies: a number, not `false` or `"0.5"`."""
 

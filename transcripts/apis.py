@@ -12,7 +12,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryproject.errors import Gone, PayloadTooLarge
-from memoryproject.fields import JsonObjectField, StrictCharField, StrictSerializer
+from memoryproject.fields import (
+    JsonObjectField,
+    QueryIntegerField,
+    StrictCharField,
+    StrictSerializer,
+)
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator
 from transcripts.selectors import events_after, session_for, transcript_verify
@@ -73,8 +78,8 @@ class SessionEventsApi(APIView):
         events = AppendedEventOutputSerializer(many=True)
 
     class ReplayQuerySerializer(StrictSerializer):
-        after = serializers.IntegerField(required=False, min_value=0, max_value=MAX_SEQ, default=0)
-        limit = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=100)
+        after = QueryIntegerField(required=False, min_value=0, max_value=MAX_SEQ, default=0)
+        limit = QueryIntegerField(required=False, min_value=1, max_value=1000, default=100)
 
     class ReplayOutputSerializer(serializers.Serializer):
         session_id = serializers.CharField()

@@ -23,7 +23,7 @@ from memories.review.serializers import (
     PromotionListOutputSerializer,
     UserExportOutputSerializer,
 )
-from memoryproject.fields import StrictCharField, StrictSerializer
+from memoryproject.fields import QueryIntegerField, StrictCharField, StrictSerializer
 from profiles.auth import request_tenant
 
 
@@ -142,7 +142,7 @@ class PromotionListApi(APIView):
 
     class QuerySerializer(StrictSerializer):
         status = serializers.ChoiceField(choices=ReviewStatus.choices, required=False)
-        limit = serializers.IntegerField(min_value=1, max_value=500, default=100)
+        limit = QueryIntegerField(min_value=1, max_value=500, default=100)
 
     @extend_schema(parameters=[QuerySerializer], responses=PromotionListOutputSerializer)
     def get(self, request: Request) -> Response:

@@ -17,7 +17,7 @@ from memories.stm.serializers import (
     item_document,
 )
 from memories.stm.services import stm_item_delete
-from memoryproject.fields import StrictCharField, StrictSerializer
+from memoryproject.fields import QueryIntegerField, StrictCharField, StrictSerializer
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator
 
@@ -35,7 +35,7 @@ class StmListApi(APIView):
         type = serializers.ChoiceField(choices=MemoryType.ALL, required=False)
         entity = StrictCharField(required=False, max_length=200, default="")
         before = serializers.FloatField(required=False, min_value=0)
-        limit = serializers.IntegerField(required=False, min_value=1, max_value=200, default=50)
+        limit = QueryIntegerField(required=False, min_value=1, max_value=200, default=50)
 
     @extend_schema(parameters=[ListQuerySerializer], responses=StmPageOutputSerializer)
     def get(self, request: Request) -> Response:

@@ -551,3 +551,19 @@ def test_verify_transcripts_reports_and_removes_old_orphan_objects(
     assert Path(transcript_storage().path(segment.path)).exists()  # segments are never orphans
     call_command("verify_transcripts", "--session", "s-1")
     assert "1 orphan object(s)" in capsys.readouterr().out
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", ["0.0", "1e3", "-1", " ", "2.5"])
+def test_an_integer_query_parameter_takes_digits_only(owner, value: str) -> None:
+    url = reverse("transcripts:events", kwargs={"session_id": "s-digits"})
+    appended = owner.post(
+        url, {"user_id": "u_1", "events": [{"role": "user", "content": "hi"}]}, format="json"
+    )
+    assert appended.status_code == 201
+
+    for name in ("after", "limit"):
+        response = owner.get(url, {name: value})
+        assert response.status_code == 400, (name, value, response.json())
+        assert name in response.json()["error"]["fields"]
+    assert owner.get(url, {"after": "0", "limit": "5"}).status_code == 200
