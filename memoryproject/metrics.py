@@ -1,5 +1,5 @@
 """Prometheus metrics: what the service counts as it works. Names and labels are listed in
-docs/metrics.md; `memoryproject.metrics_view` serves them at `/metrics` with the backlogs.
+docs/metrics.md; `wiring.metrics_view` serves them at `/metrics` with the backlogs.
 """
 
 from __future__ import annotations

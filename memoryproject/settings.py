@@ -48,7 +48,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "memoryproject.urls"
+ROOT_URLCONF = "wiring.urls"
 WSGI_APPLICATION = "memoryproject.wsgi.application"
 ASGI_APPLICATION = "memoryproject.asgi.application"
 

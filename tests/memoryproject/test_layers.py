@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("memoryproject", "profiles", "transcripts", "memories")
+PACKAGES = ("wiring", "memoryproject", "profiles", "transcripts", "memories")
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 

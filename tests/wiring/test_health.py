@@ -6,12 +6,12 @@ import pytest
 from django.test import Client
 
 from memories.ltm.search import card_search_index
-from memoryproject import health
 from memoryproject import redis_keys as keys
 from memoryproject.heartbeats import ROLES, heartbeat_write
 from memoryproject.logging import JsonFormatter, RequestIdFilter
 from memoryproject.redis_client import redis_connection
 from transcripts.storage import PROBE_FOLDER
+from wiring import health
 
 
 @pytest.fixture

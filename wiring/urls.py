@@ -2,9 +2,9 @@ from django.contrib import admin
 from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from memoryproject import views
-from memoryproject.converters import ExternalIdConverter
-from memoryproject.metrics_view import metrics_view
+from wiring import views
+from wiring.converters import ExternalIdConverter
+from wiring.metrics_view import metrics_view
 
 register_converter(ExternalIdConverter, "extid")
 

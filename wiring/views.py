@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
-from memoryproject.health import readiness, readiness_warnings
+from wiring.health import readiness, readiness_warnings
 
 
 @require_GET
