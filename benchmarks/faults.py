@@ -68,6 +68,7 @@ VENV = ROOT / ".venv" / "bin"
 PG_STATEMENT_MS, PG_READ_MS, PG_CONNECT_S = 1500, 2000, 2
 BROKER_SOCKET_S = 2.0  # CELERY_BROKER_SOCKET_TIMEOUT_MS's default; Redis replies: 0.5 s
 HEARTBEAT_S = 2
+WORKER_STALL_RESTART_S = 10  # a worker that takes nothing while tasks wait restarts this soon
 FAULTS = (
     "redis-killed",
     "redis-frozen",
@@ -837,6 +838,7 @@ def main() -> int:
         "DATABASE_READ_TIMEOUT_MS": str(PG_READ_MS),
         "DATABASE_CONNECT_TIMEOUT": str(PG_CONNECT_S),
         "HEARTBEAT_SECONDS": str(HEARTBEAT_S),
+        "WORKER_STALL_RESTART_SECONDS": str(WORKER_STALL_RESTART_S),
         "READYZ_STORAGE_PROBE_SECONDS": "1",
         "READYZ_REQUIRE_WORKERS": "1",
         "CELERY_TASK_ALWAYS_EAGER": "0",

@@ -5,7 +5,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from celery import Celery, Task
-from celery.signals import beat_init, worker_ready
+from celery.signals import beat_init, task_received, worker_ready
 from kombu.exceptions import OperationalError as BrokerError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings")
@@ -42,10 +42,19 @@ app.autodiscover_tasks()
 
 
 @worker_ready.connect
-def _worker_heartbeat(**_: Any) -> None:
-    from memoryproject.heartbeats import heartbeat_start
+def _worker_heartbeat(sender: Any = None, **_: Any) -> None:
+    from celery.worker import state
 
-    heartbeat_start(role="worker")
+    from memoryproject.heartbeats import ConsumerWatch, heartbeat_start, redis_queue_depth
+
+    queues = [queue.name for queue in sender.app.amqp.queues.consume_from.values()]
+    slots = sender.controller.concurrency
+    watch = ConsumerWatch(
+        queue_depth=redis_queue_depth(str(sender.app.conf.broker_url), queues),
+        busy=lambda: len(state.active_requests) >= slots,
+    )
+    task_received.connect(lambda **_: watch.taken(), weak=False)
+    heartbeat_start(role="worker", watch=watch)
 
 
 @beat_init.connect

@@ -287,6 +287,10 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # recalls while the workers are down).
 HEARTBEAT_SECONDS = env.integer("HEARTBEAT_SECONDS", 10, minimum=1)
 HEARTBEAT_TTL_SECONDS = 3 * HEARTBEAT_SECONDS
+# A worker whose consumer takes nothing while tasks wait and a slot is free says so in its
+# heartbeat (failing /readyz) and, after this many seconds of it, restarts itself in place (a
+# warm shutdown, then the same command line again); 0 never restarts it.
+WORKER_STALL_RESTART_SECONDS = env.integer("WORKER_STALL_RESTART_SECONDS", 60, minimum=0)
 READYZ_REQUIRE_WORKERS = env.boolean("READYZ_REQUIRE_WORKERS", not DEBUG)
 # /readyz writes and deletes a small object in transcript storage at most this often.
 READYZ_STORAGE_PROBE_SECONDS = env.integer("READYZ_STORAGE_PROBE_SECONDS", 5, minimum=0)

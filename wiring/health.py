@@ -64,10 +64,16 @@ def _broker() -> None:
 
 def _heartbeat(role: str) -> Callable[[], None]:
     def check() -> None:
-        if heartbeat_read(role=role) is None:
+        beat = heartbeat_read(role=role)
+        if beat is None:
             raise LookupError(
                 f"no {role} heartbeat within {settings.HEARTBEAT_TTL_SECONDS}s; is the {role} "
                 "running?"
+            )
+        if beat.get("stalled_seconds"):
+            raise LookupError(
+                f"the {role} takes no task: tasks have waited {beat['stalled_seconds']}s with a "
+                "slot free"
             )
 
     return check

@@ -16,10 +16,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def worker(tmp_path):
+def worker_env() -> dict[str, str]:
+    """Settings of the worker's own process (a test overrides this fixture to change them)."""
+    return {}
+
+
+@pytest.fixture
+def worker(tmp_path, worker_env):
     settings_dict = connection.settings_dict
     env = {
         **os.environ,
+        **worker_env,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
         "CELERY_TASK_ALWAYS_EAGER": "0",
         # the worker must use the database pytest created, not the configured one

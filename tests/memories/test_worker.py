@@ -144,3 +144,64 @@ def test_a_real_beat_announces_itself_with_a_heartbeat(tmp_path) -> None:
         beat.wait(timeout=30)
         redis_connection().delete(keys.heartbeat("beat"))
     assert found is not None and found["pid"] == beat.pid, found
+
+
+class TestAWorkerThatStopsTakingTasks:
+    """A consumer that takes nothing while tasks wait (what an ack lost to a frozen broker can
+    leave behind) is said in the heartbeat, and the worker restarts itself in place."""
+
+    @pytest.fixture
+    def worker_env(self) -> dict[str, str]:
+        return {"HEARTBEAT_SECONDS": "1", "WORKER_STALL_RESTART_SECONDS": "3"}
+
+    @pytest.mark.django_db(transaction=True)
+    def test_it_says_so_restarts_and_takes_the_waiting_task(
+        self, tenant, owner: APIClient, worker, publish_to_broker, settings
+    ):
+        from memoryproject.celery import app
+
+        queue = settings.CELERY_TASK_DEFAULT_QUEUE
+        _wait(
+            lambda: (heartbeat_read(role="worker") or {}).get("pid") == worker.pid,
+            "the worker's first heartbeat",
+        )
+        # given: the worker's consumer stops taking from its queue while its loop runs on
+        answers = app.control.cancel_consumer(queue, reply=True, timeout=10)
+        assert answers and "ok" in next(iter(answers[0].values())), answers
+        # when: a task waits
+        response = owner.post(
+            reverse("transcripts:events", kwargs={"session_id": "s-stall"}),
+            {
+                "user_id": "u_44",
+                "events": [
+                    {"id": "m-1", "role": "user", "content": "必须先在 staging 验证再发布。"}
+                ],
+            },
+            format="json",
+        )
+        assert response.status_code == 201
+        # then: the heartbeat says the worker takes nothing (/readyz fails on it) ...
+        _wait(
+            lambda: (heartbeat_read(role="worker") or {}).get("stalled_seconds", 0) >= 1,
+            "a heartbeat that says the worker is stalled",
+        )
+        # ... the worker restarts in place, consuming again, and the waiting task is done
+        _wait(lambda: stm_items_for(tenant=tenant, user_id="u_44").items, "the task taken", 60)
+        assert worker.poll() is None, "the worker exited instead of restarting"
+        assert "restarting it" in worker.log_path.read_text()
+        _wait(
+            lambda: (
+                "stalled_seconds" not in (heartbeat_read(role="worker") or {"stalled_seconds": 1})
+            ),
+            "a heartbeat that no longer says so",
+        )
+        assert heartbeat_read(role="worker")["pid"] == worker.pid  # the same process, exec'd
+
+
+def _wait(condition, what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"not within {timeout} s: {what}")

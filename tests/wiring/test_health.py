@@ -96,6 +96,23 @@ def test_readyz_requires_a_live_worker_and_beat_when_told_to(
 
 
 @pytest.mark.django_db
+def test_a_worker_that_takes_no_task_fails_readiness_though_its_process_beats(
+    client: Client, settings, heartbeats
+) -> None:
+    settings.READYZ_REQUIRE_WORKERS = True
+    heartbeats(role="beat")
+    heartbeats(role="worker", stalled_seconds=12.4)
+    answer = client.get("/readyz")
+    assert answer.status_code == 503
+    assert answer.json()["failing"] == ["worker"]
+    assert answer.json()["checks"]["worker"]["error"] == (
+        "LookupError: the worker takes no task: tasks have waited 12s with a slot free"
+    )
+    heartbeats(role="worker")  # it took a task again
+    assert client.get("/readyz").status_code == 200
+
+
+@pytest.mark.django_db
 def test_readyz_fails_while_transcript_storage_refuses_writes(
     client: Client, settings, tmp_path, fresh_probes
 ) -> None:
