@@ -28,7 +28,6 @@ from memories.recall.asking import (
     start_asking,
 )
 from memories.recall.cache import Cached, recall_context_cache
-from memories.recall.compress import Injection, fit_and_render
 from memories.recall.context import (
     ContextBlocks,
     compose_blocks,
@@ -55,6 +54,7 @@ from memories.recall.relevance import (
     related_terms,
     related_words,
 )
+from memories.recall.render import Injection, fit_and_render
 from memories.recall.routing import LAYERS, Route, route
 from memories.recall.semantic import CONFIRMING_MARGIN, MAX_SHARED_BY, SEMANTIC_MARGIN, cosines
 from memories.recall.standing import standing_indexes, standing_rules, user_matches
