@@ -22,9 +22,9 @@ from memories.compression.summary import (
     sacrifice_key,
     tool_name,
 )
-from memories.recall.compress import estimate_tokens
 from memories.recall.effects import RECALL_EVENT_KIND
 from memories.recall.query_profile import query_language
+from memories.recall.render import estimate_tokens
 from memories.stm.items import StmItem
 
 STUB_CHARS = 160

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memories.recall.branches import FusedHit, Fusion, MemorySearch, card_text
-from memories.recall.history import history_candidate
+from memories.recall.history_candidates import history_candidate
 from memories.recall.pool import MemoryCandidate, ltm_candidate
 from memories.recall.query_profile import Intent, QueryProfile
 from memories.recall.relevance import (

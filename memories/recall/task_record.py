@@ -19,7 +19,7 @@ from django.conf import settings
 
 from memories.history.selectors import history_search
 from memories.recall.branches import FusedHit
-from memories.recall.history import history_candidate
+from memories.recall.history_candidates import history_candidate
 from memories.recall.pool import MemoryCandidate
 from memories.recall.query_profile import Intent, QueryProfile
 from memories.recall.relevance import Alternates, holding_of

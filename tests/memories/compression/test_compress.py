@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from memories.compression.dependency import Dependency, classify_tool_results
 from memories.compression.plan import compress as plan_compress
-from memories.recall.compress import estimate_tokens
+from memories.recall.render import estimate_tokens
 from memories.stm.items import StmItem
 from memories.write.candidates import Candidate, SourceKind
 from memories.write.services import Outcome, proposals_submit

@@ -14,8 +14,8 @@ from rest_framework.test import APIClient
 from memories.ltm.models import LtmCard
 from memories.ltm.services import CardInput, cards_import, outbox_drain
 from memories.recall import cache as recall_cache
-from memories.recall.compress import estimate_tokens
 from memories.recall.models import RecallEffectOutbox
+from memories.recall.render import estimate_tokens
 from memories.stm import store as stm_store_module
 from memories.stm.store import stm_store
 from memoryproject import redis_client

@@ -9,9 +9,9 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from memories.recall.compress import fit_and_render
 from memories.recall.context import ContextBlocks
 from memories.recall.relevance import best_holding, content_terms
+from memories.recall.render import fit_and_render
 from memories.recall.timefilter import parse_time_query, reanchor
 
 RECALL = reverse("memories:recall")

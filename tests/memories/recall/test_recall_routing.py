@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memories.recall.compress import estimate_tokens
 from memories.recall.query_profile import Intent, RuntimeState, build_query_profile
+from memories.recall.render import estimate_tokens
 from memories.recall.routing import route
 from memories.vocabulary import default_vocabulary
 

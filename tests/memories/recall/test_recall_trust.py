@@ -9,9 +9,9 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from memories.recall.compress import fit_and_render
 from memories.recall.context import ContextBlocks
 from memories.recall.pool import MemoryCandidate
+from memories.recall.render import fit_and_render
 from memories.stm.items import StmItem, Trust
 from memories.stm.store import now_seconds, stm_store
 from memories.write.candidates import Candidate, SourceKind
