@@ -38,7 +38,7 @@ def main() -> None:
     from memories.review.models import PromotionRequest
     from memories.review.promotion import promotion_scan
     from memories.services import stores_ensure
-    from profiles.services import tenant_create, tenant_delete
+    from profiles.services.tenants import tenant_create, tenant_delete
 
     stores_ensure()
     tenant = tenant_create(slug=f"bench-promo-{RUN}", name="promotion scan")

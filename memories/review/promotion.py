@@ -33,7 +33,7 @@ from memoryproject.redaction import Report, redactor_for
 from memoryproject.redis_keys import Owner
 from profiles.domains import FACT_DOMAINS, PREFERENCE_DOMAINS, key_problem
 from profiles.models import EndUser, Source, StableFact, Tenant, UserPreference
-from profiles.services import fact_set, preference_set
+from profiles.services.profile_versions import fact_set, preference_set
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from memoryproject.metrics import count_refusal
 from memoryproject.quarantine import Finding, WritePath, held_view, hold
 from memoryproject.redis_keys import Owner
 from profiles.models import EndUser, Tenant
-from profiles.services import end_users_get_or_create
+from profiles.services.end_users import end_users_get_or_create
 
 NEARBY_ITEMS = 20
 logger = logging.getLogger(__name__)

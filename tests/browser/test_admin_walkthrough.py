@@ -33,7 +33,7 @@ from memories.review.models import DeletionRequest, PromotionRequest, ReviewStat
 from memories.write.candidates import Candidate
 from memories.write.services import proposals_submit
 from profiles.models import EndUser, Tenant, TenantMembership, UserPreference, UserProjectRole
-from profiles.services import preference_set
+from profiles.services.profile_versions import preference_set
 from tests.factories import EndUserFactory, MembershipFactory, ProjectFactory, TenantFactory
 from transcripts.services import EventIn, Role, events_append
 

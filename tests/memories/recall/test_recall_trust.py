@@ -18,7 +18,7 @@ from memories.write.candidates import Candidate, SourceKind
 from memories.write.services import new_item_id, proposals_submit
 from memoryproject.redis_keys import Owner
 from profiles.models import Tenant
-from profiles.services import end_user_get_or_create
+from profiles.services.end_users import end_user_get_or_create
 
 PROPOSALS = reverse("memories:proposals")
 RECALL = reverse("memories:recall")

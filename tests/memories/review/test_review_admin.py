@@ -20,7 +20,7 @@ from memories.review.models import DeletionRequest, PromotionRequest, ReviewStat
 from memoryproject import redis_keys as keys
 from memoryproject.redis_client import redis_connection
 from profiles.models import EndUser, Tenant, TenantMembership, UserPreference
-from profiles.services import preference_set
+from profiles.services.profile_versions import preference_set
 from tests.factories import EndUserFactory, MembershipFactory, StaffUserFactory, TenantFactory
 from transcripts.services import EventIn, Role, events_append
 

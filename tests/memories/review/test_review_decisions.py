@@ -15,7 +15,7 @@ from memories.stm.selectors import stm_items_for
 from memories.write.candidates import Candidate
 from memories.write.services import Outcome, proposals_submit
 from profiles.models import UserPreference
-from profiles.services import preference_set
+from profiles.services.profile_versions import preference_set
 from tests.memories.review import test_review_admin
 from tests.memories.review.test_review_admin import QUEUE, path_a, path_b, promotion_url
 from transcripts.models import Session
