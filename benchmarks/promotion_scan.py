@@ -36,7 +36,7 @@ def main() -> None:
     from memories.ltm.search import card_search_index
     from memories.ltm.vectors import vector_index
     from memories.review.models import PromotionRequest
-    from memories.review.promotion import promotion_scan
+    from memories.review.promotion_scan import promotion_scan
     from memories.services import stores_ensure
     from profiles.services.tenants import tenant_create, tenant_delete
 

@@ -40,12 +40,12 @@ from memories.review.admin_common import (
 )
 from memories.review.models import PromotionRequest, ReviewStatus
 from memories.review.promotion import (
-    current_value,
     promotion_approve,
     promotion_merge,
     promotion_reject,
     promotion_repeats,
 )
+from memories.review.promotion_scan import current_value
 from memories.review.repeats import Repeat
 from memories.review.retarget import promotion_retarget
 from memories.review.selectors import domain_keys_for, evidence_excerpt

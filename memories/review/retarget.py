@@ -16,10 +16,10 @@ from memories.audit.services import Action, Actor, audit_record
 from memories.ltm.models import LtmCard
 from memories.policies.models import PromotionPolicy
 from memories.review.models import PromotionRequest
-from memories.review.promotion import (
+from memories.review.promotion import locked_pending
+from memories.review.promotion_scan import (
     CARD_TYPE_FOR,
     current_value,
-    locked_pending,
     promotion_fingerprint,
     similar_cards,
 )

@@ -14,14 +14,8 @@ from memories.ltm.selectors import ltm_search
 from memories.ltm.services import CardInput, cards_import, outbox_drain
 from memories.policies.models import PromotionPolicy
 from memories.review.models import PromotionRequest
-from memories.review.promotion import (
-    Trigger,
-    promotion_approve,
-    promotion_merge,
-    promotion_reject,
-    promotion_scan,
-    promotion_triggers,
-)
+from memories.review.promotion import promotion_approve, promotion_merge, promotion_reject
+from memories.review.promotion_scan import Trigger, promotion_scan, promotion_triggers
 from memories.stm.items import StmItem
 from memories.stm.store import stm_store
 from memoryproject.errors import Conflict, Invalid
