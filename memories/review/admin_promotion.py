@@ -1,7 +1,8 @@
 """The promotion queue: one decision form per proposal, and bulk approve / reject.
 
 Approve applies the fields exactly as the page shows them (edited or not); Merge folds them into
-the card picked; Reject needs a reason; Retarget moves the proposal between path A and path B.
+the card picked; Reject needs a reason; Retarget moves the proposal between a profile fact and a
+card.
 A card proposal that repeats a live card of its user offers to merge into it; approving it as
 shown is then refused, and "Approve as a new card" needs a reason.
 """
@@ -54,8 +55,8 @@ from memoryproject.errors import DomainError
 from memoryproject.redaction import Report, redactor_for
 from profiles.admin_scoping import TENANT_FILTER
 
-PATH_A = PromotionRequest.Path.POSTGRES
-PATH_B = PromotionRequest.Path.LTM
+PROFILE_FACT = PromotionRequest.Path.POSTGRES
+CARD = PromotionRequest.Path.LTM
 
 
 class PromotionDecision:
@@ -63,15 +64,15 @@ class PromotionDecision:
     APPROVE_NEW = "approve_new"  # a card although it repeats a live one, with a reason
     REJECT = "reject"
     MERGE = "merge"
-    RETARGET = "retarget"  # to path A under the chosen key
-    RETARGET_LTM = "retarget_ltm"  # to path B
+    RETARGET = "retarget"  # to a profile fact under the chosen key
+    RETARGET_LTM = "retarget_ltm"  # to a card
     CHOICES = [
         (APPROVE, "Approve"),
         (APPROVE_NEW, "Approve as a new card"),
         (REJECT, "Reject"),
         (MERGE, "Merge into card"),
-        (RETARGET, "Move to path A under this key"),
-        (RETARGET_LTM, "Make it a long-term card (path B)"),
+        (RETARGET, "Make it a profile fact under this key"),
+        (RETARGET_LTM, "Make it a long-term card"),
     ]
     CARD_ONLY = (APPROVE_NEW, MERGE)
     # The button pressed names the decision; "Approve with edits" of older pages is Approve.
@@ -152,8 +153,8 @@ class PromotionReviewForm(forms.Form):
     retarget_key = forms.ChoiceField(
         required=False,
         label="Domain key",
-        help_text="Path A writes this key of the user's profile: a preference for preference.* "
-        "and profile.*, a stable fact otherwise.",
+        help_text="A profile fact writes this key of the user's profile: a preference for "
+        "preference.* and profile.*, a stable fact otherwise.",
     )
     retarget_value = forms.CharField(
         required=False,
@@ -162,8 +163,8 @@ class PromotionReviewForm(forms.Form):
         help_text="Left empty: the value the evidence holds (or the proposal's summary).",
     )
 
-    PATH_A_FIELDS = ("value",)
-    PATH_B_FIELDS = ("title", "summary", "content", "memory_type", "entities", "tags", "memory_id")
+    PROFILE_FACT_FIELDS = ("value",)
+    CARD_FIELDS = ("title", "summary", "content", "memory_type", "entities", "tags", "memory_id")
     EDITABLE = ("value", "title", "summary", "content", "memory_type", "entities", "tags")
 
     def __init__(
@@ -187,12 +188,12 @@ class PromotionReviewForm(forms.Form):
             initial[name] = ", ".join(str(v) for v in proposal.get(name, []))
         kwargs["initial"] = {**initial, **kwargs.get("initial", {})}
         super().__init__(*args, **kwargs)
-        self.path_a = promotion.path == PATH_A
-        for name in self.PATH_B_FIELDS if self.path_a else self.PATH_A_FIELDS:
+        self.is_profile_fact = promotion.path == PROFILE_FACT
+        for name in self.CARD_FIELDS if self.is_profile_fact else self.PROFILE_FACT_FIELDS:
             del self.fields[name]
         decision = self.fields["decision"]
         assert isinstance(decision, forms.ChoiceField)
-        if self.path_a:
+        if self.is_profile_fact:
             decision.choices = [
                 c for c in PromotionDecision.CHOICES if c[0] not in PromotionDecision.CARD_ONLY
             ]
@@ -349,7 +350,7 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
 
     @admin.display(description="path", ordering="path")
     def path_short(self, obj: PromotionRequest) -> str:
-        return "A: fact" if obj.path == PATH_A else "B: card"
+        return "profile fact" if obj.path == PROFILE_FACT else "card"
 
     @admin.display(description="created", ordering="created_at")
     def created(self, obj: PromotionRequest) -> str:
@@ -455,7 +456,7 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
             done = promotion_retarget(
                 request=promotion,
                 reviewer=reviewer,
-                path=PATH_B if to_ltm else PATH_A,
+                path=CARD if to_ltm else PROFILE_FACT,
                 key=key,
                 value=value,
             )
@@ -463,7 +464,7 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
             add_refusal(form, exc, names={"key": "retarget_key", "value": "retarget_value"})
             self.message_user(request, f"Not retargeted: {refusal(exc)}", messages.ERROR)
             return None
-        where = "path B, a long-term card" if to_ltm else f"path A, key {key}"
+        where = "a long-term card" if to_ltm else f"a profile fact, key {key}"
         self.log_change(request, done, f"Retargeted to {where}.")
         self.message_user(
             request,
@@ -487,7 +488,7 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
             message_ids=[str(m) for m in evidence.get("message_ids", [])],
         )
         proposal = promotion.proposal
-        path_a = promotion.path == PATH_A
+        is_profile_fact = promotion.path == PROFILE_FACT
         context: dict[str, Any] = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -499,12 +500,14 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
             "form": form,
             "can_decide": promotion.status == ReviewStatus.PENDING
             and self.has_review_permission(request, promotion),
-            "path_a": path_a,
+            "profile_fact": is_profile_fact,
             "triggers": sorted((evidence.get("triggers") or {}).items()),
             "evidence": evidence,
             "evidence_item": evidence.get("item") or {},
             "excerpt": excerpt,
-            "proposal_text": pretty(proposal.get("value")) if path_a else card_text(proposal),
+            "proposal_text": (
+                pretty(proposal.get("value")) if is_profile_fact else card_text(proposal)
+            ),
             "changelist_url": self.changelist_url(request),
             "has_view_permission": True,
             "media": self.media + form.media,
@@ -525,9 +528,10 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
         return TemplateResponse(request, self.review_template, context)
 
     def _comparison(self, promotion: PromotionRequest) -> dict[str, Any]:
-        """Path A: the key's value now beside the proposed one. Path B: the nearest cards."""
+        """A profile fact: the key's value now beside the proposed one; a card: the nearest
+        cards."""
         proposal, existing = promotion.proposal, promotion.existing or {}
-        if promotion.path == PATH_A:
+        if promotion.path == PROFILE_FACT:
             current = existing.get("current")
             if promotion.end_user is not None and proposal.get("key"):
                 current = current_value(

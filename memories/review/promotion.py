@@ -83,7 +83,7 @@ def _source_ids(request: PromotionRequest) -> list[str]:
     return [*evidence.get("stm_item_ids", []), *evidence.get("message_ids", [])]
 
 
-def _apply_path_a(request: PromotionRequest, proposal: dict[str, Any], reviewer: Any) -> str:
+def _apply_profile_fact(request: PromotionRequest, proposal: dict[str, Any], reviewer: Any) -> str:
     end_user = request.end_user
     if end_user is None:
         raise Conflict("The end user of this proposal no longer exists.", code=ErrorCode.USER_GONE)
@@ -146,7 +146,8 @@ def _decide(
 
 
 def promotion_repeats(request: PromotionRequest, proposal: Mapping[str, Any]) -> list[Repeat]:
-    """The live cards of the request's user that this card proposal repeats (path B only)."""
+    """The live cards of the request's user that this card proposal repeats (card proposals
+    only)."""
     if request.path != PromotionRequest.Path.LTM:
         return []
     return repeated_cards(
@@ -173,7 +174,8 @@ def promotion_approve(
     reason: str = "",
     as_new_card: bool = False,
 ) -> PromotionRequest:
-    """Apply a proposal (optionally edited): path A writes PostgreSQL, path B creates a card.
+    """Apply a proposal (optionally edited): a profile fact is written to PostgreSQL, a card
+    proposal creates a long-term card.
 
     A card proposal that repeats a live card of its user is refused (`Conflict`
     `repeats_card`, naming the card) unless the reviewer chose `as_new_card` and gave a reason:
@@ -184,7 +186,7 @@ def promotion_approve(
     before = request.proposal
     repeats: list[Repeat] = []
     if request.path == PromotionRequest.Path.POSTGRES:
-        result_ref = _apply_path_a(request, proposal, reviewer)
+        result_ref = _apply_profile_fact(request, proposal, reviewer)
     else:
         if as_new_card and not reason.strip():
             raise Invalid(
