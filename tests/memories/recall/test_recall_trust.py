@@ -15,7 +15,8 @@ from memories.recall.pool import MemoryCandidate
 from memories.stm.items import StmItem, Trust
 from memories.stm.store import now_seconds, stm_store
 from memories.write.candidates import Candidate, SourceKind
-from memories.write.services import new_item_id, proposals_submit
+from memories.write.judging import new_item_id
+from memories.write.services import proposals_submit
 from memoryproject.redis_keys import Owner
 from profiles.models import Tenant
 from profiles.services.end_users import end_user_get_or_create
