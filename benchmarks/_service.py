@@ -183,7 +183,8 @@ def wait_for_worker(run: ServiceRun, limit_seconds: float) -> float:
 def tenant_with_key(*, slug: str, name: str, reuse: bool = False) -> tuple[Any, str]:
     """The run's tenant (created, or the one an earlier run kept) and a new API key's secret."""
     from profiles.models import Tenant
-    from profiles.services import api_key_create, tenant_create
+    from profiles.services.api_keys import api_key_create
+    from profiles.services.tenants import tenant_create
 
     tenant = Tenant.objects.get(slug=slug) if reuse else tenant_create(slug=slug, name=name)
     _, secret = api_key_create(tenant=tenant, name="benchmark", scopes=["read", "write", "admin"])
@@ -197,7 +198,7 @@ def remove_everything(run: ServiceRun) -> None:
     from memories.ltm.search import card_search_index
     from memories.ltm.vectors import vector_index
     from profiles.models import Tenant
-    from profiles.services import tenant_delete
+    from profiles.services.tenants import tenant_delete
 
     for index in (
         card_search_index(),

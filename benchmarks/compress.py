@@ -273,7 +273,8 @@ def main() -> None:
 
     from memories.compression.plan import compress
     from memories.stm.selectors import stm_items_for
-    from profiles.services import api_key_create, tenant_create, tenant_delete
+    from profiles.services.api_keys import api_key_create
+    from profiles.services.tenants import tenant_create, tenant_delete
     from transcripts.selectors import events_after, session_for
 
     sizes = [int(s) for s in args.sizes.split(",")]

@@ -42,7 +42,7 @@ def main() -> None:
     from memories.ltm.search import card_search_index
     from memories.ltm.vectors import vector_index
     from memories.services import stores_ensure
-    from profiles.services import tenant_create, tenant_delete
+    from profiles.services.tenants import tenant_create, tenant_delete
 
     stores_ensure()
     tenant = tenant_create(slug=f"bench-erasure-{RUN}", name="erasure")
@@ -64,7 +64,7 @@ def load(tenant, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-d
     from memories.stm.items import StmItem
     from memories.stm.store import now_seconds, stm_store
     from memoryproject.redis_keys import Owner
-    from profiles.services import ProfilePatch, profile_update
+    from profiles.services.profile_patch import ProfilePatch, profile_update
     from transcripts.services import EventIn, events_append
 
     turns = [t["content"] for t in locomo_turns()]

@@ -849,7 +849,8 @@ def main() -> int:
     # run's Redis; the service goes through the proxy.
     django_setup(migrate=True, **env, DATABASE_URL=database_url)
     from memories.services import stores_ensure
-    from profiles.services import api_key_create, tenant_create
+    from profiles.services.api_keys import api_key_create
+    from profiles.services.tenants import tenant_create
 
     stores_ensure()
     tenant = tenant_create(slug=f"{SERVICE.prefix}-t", name="Fault suite")
@@ -940,7 +941,7 @@ def cleanup(tenant: Any, redis: RedisServer, storage: TranscriptFolder, work: Pa
     from memories.history.vectors import history_vector_index
     from memories.ltm.search import card_search_index
     from memories.ltm.vectors import vector_index
-    from profiles.services import tenant_delete
+    from profiles.services.tenants import tenant_delete
 
     if redis.process is None or redis.process.poll() is not None:
         redis.start()

@@ -176,7 +176,7 @@ def run(args: argparse.Namespace, database: str, folder: str) -> None:
     from memories.ltm.embedder import embedder, query_vector
     from memoryproject import redis_keys as keys
     from memoryproject.redis_client import redis_connection
-    from profiles.services import tenant_create, tenant_delete
+    from profiles.services.tenants import tenant_create, tenant_delete
     from transcripts.reactions import register_append_reactions
     from transcripts.services import EventIn, events_append
 

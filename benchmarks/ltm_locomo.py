@@ -61,7 +61,7 @@ def main() -> None:
     from memories.ltm.selectors import ltm_search
     from memories.ltm.services import CardInput, cards_import, outbox_drain
     from memories.ltm.vectors import vector_index
-    from profiles.services import tenant_create, tenant_delete
+    from profiles.services.tenants import tenant_create, tenant_delete
 
     conversations = json.loads(LOCOMO.read_text())
     tenant = tenant_create(slug=f"bench-locomo-{RUN}", name="LoCoMo benchmark")

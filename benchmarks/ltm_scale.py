@@ -97,7 +97,7 @@ def main() -> None:
     from memories.ltm.vectors import vector_index
     from memoryproject.errors import StoreUnavailable
     from memoryproject.store_timing import measuring
-    from profiles.services import tenant_create, tenant_delete
+    from profiles.services.tenants import tenant_create, tenant_delete
 
     rng = random.Random(7)
     turns = [t["content"] for t in locomo_turns()]

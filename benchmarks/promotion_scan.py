@@ -1,11 +1,11 @@
 """The hourly promotion scan over a large short-term memory.
 
 Loads short-term items for many users (default 100,000 items over 1,000 users) through the
-Redis store, of which a small share meets the promotion triggers: keyed preferences (path A)
-and items seen in several sessions (path B, whose proposals look up the nearest cards, one
-query embedding each). Then runs the scan page by page, as the beat job does, and prints items
-examined per second and proposals made; a second scan checks nothing is proposed twice. Runs
-under prefixes of its own and removes everything afterwards.
+Redis store, of which a small share meets the promotion triggers: keyed preferences (profile
+facts) and items seen in several sessions (cards, whose proposals look up the nearest cards,
+one query embedding each). Then runs the scan page by page, as the beat job does, and prints
+items examined per second and proposals made; a second scan checks nothing is proposed twice.
+Runs under prefixes of its own and removes everything afterwards.
 
     .venv/bin/python benchmarks/promotion_scan.py     # --items 100000 --users 1000 --qualify 200
 """
@@ -36,9 +36,9 @@ def main() -> None:
     from memories.ltm.search import card_search_index
     from memories.ltm.vectors import vector_index
     from memories.review.models import PromotionRequest
-    from memories.review.promotion import promotion_scan
+    from memories.review.promotion_scan import promotion_scan
     from memories.services import stores_ensure
-    from profiles.services import tenant_create, tenant_delete
+    from profiles.services.tenants import tenant_create, tenant_delete
 
     stores_ensure()
     tenant = tenant_create(slug=f"bench-promo-{RUN}", name="promotion scan")

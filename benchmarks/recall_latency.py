@@ -79,7 +79,8 @@ def load(run: str, users: int, items_per_user: int, cards: int, turns: list[str]
     from memories.stm.items import StmItem
     from memories.stm.store import stm_store
     from profiles.models import EndUser, Project, UserProfile, UserProjectRole
-    from profiles.services import api_key_create, tenant_create
+    from profiles.services.api_keys import api_key_create
+    from profiles.services.tenants import tenant_create
 
     stores_ensure()
     tenant = tenant_create(slug=f"bench-recall-{run}", name="Recall benchmark")
@@ -210,7 +211,7 @@ def cleanup(run: str) -> None:
     from memories.ltm.search import card_search_index
     from memories.ltm.vectors import vector_index
     from profiles.models import Tenant
-    from profiles.services import tenant_delete
+    from profiles.services.tenants import tenant_delete
 
     for index in (card_search_index(), vector_index()):
         index.drop()

@@ -73,7 +73,8 @@ def main() -> None:
     from memories.ltm.vectors import vector_index
     from memories.recall.effects import recall_effects_apply
     from memories.services import stores_ensure
-    from profiles.services import api_key_create, tenant_create, tenant_delete
+    from profiles.services.api_keys import api_key_create
+    from profiles.services.tenants import tenant_create, tenant_delete
     from transcripts.models import EventRef
 
     stores_ensure()

@@ -26,7 +26,8 @@ from _setup import django_setup, locomo_turns
 def benchmark_tenant(count: int) -> tuple[object, list[str]]:
     """A fresh tenant with one API key per client, made through the service's own code."""
     django_setup()
-    from profiles.services import api_key_create, tenant_create
+    from profiles.services.api_keys import api_key_create
+    from profiles.services.tenants import tenant_create
 
     tenant = tenant_create(slug=f"bench-{uuid.uuid4().hex[:8]}", name="Benchmark")
     keys = [
@@ -114,7 +115,7 @@ def main() -> None:
         )
     if "100" in args.batches.split(","):
         print("target: >= 2000 events/s at batch 100")
-    from profiles.services import tenant_delete
+    from profiles.services.tenants import tenant_delete
 
     tenant_delete(tenant=tenant)  # type: ignore[arg-type]  # its sessions and metadata go with it
 

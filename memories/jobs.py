@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from celery import shared_task
 
 from memories.ltm.forgetting import ltm_forget
-from memories.review.promotion import promotion_scan
+from memories.review.promotion_scan import promotion_scan
 from memories.review.reflection import reflection_run
 from memories.stm.services import stm_expire_sweep, stm_expire_sweep_tenant
 from memoryproject.errors import DATABASE_OUTAGES, StoreUnavailable

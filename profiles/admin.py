@@ -35,21 +35,16 @@ from profiles.models import (
     UserProjectRole,
     Workspace,
 )
-from profiles.services import (
-    PROFILE_FIELDS,
-    ProfilePatch,
-    agent_setting_delete,
-    agent_setting_save,
+from profiles.services.agent_settings import agent_setting_delete, agent_setting_save
+from profiles.services.api_keys import (
     api_key_create,
     api_key_revoke,
     api_key_update,
     api_keys_revoke,
-    fact_set,
-    profile_update,
-    tenant_delete,
-    tenant_save,
-    tenants_set_active,
 )
+from profiles.services.profile_patch import PROFILE_FIELDS, ProfilePatch, profile_update
+from profiles.services.profile_versions import fact_set
+from profiles.services.tenants import tenant_delete, tenant_save, tenants_set_active
 
 # Failed logins are throttled per username and per client address (profiles.login_throttle).
 admin.site.login_form = ThrottledAdminAuthenticationForm

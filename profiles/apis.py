@@ -22,7 +22,7 @@ from profiles.domains import FACT_DOMAINS, PREFERENCE_DOMAINS, key_problem
 from profiles.models import UserProjectRole, slug_validator, validate_timezone
 from profiles.selectors import empty_profile_document, profile_document_for
 from profiles.serializers import ProfileDocumentOutputSerializer
-from profiles.services import ProfilePatch, profile_patch_apply
+from profiles.services.profile_patch import ProfilePatch, profile_patch_apply
 
 MAX_PATCH_ITEMS = 100  # preferences, roles and facts together, in one PATCH
 MAX_SOURCE_IDS = 200

@@ -13,7 +13,7 @@ from rest_framework.request import Request
 
 from profiles.models import ApiKey, Tenant
 from profiles.selectors import api_key_for_secret
-from profiles.services import api_key_touch
+from profiles.services.api_keys import api_key_touch
 
 
 @dataclass(frozen=True)

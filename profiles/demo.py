@@ -8,12 +8,9 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from profiles.models import ApiKey, Project, Tenant, TenantMembership, Workspace
-from profiles.services import (
-    api_key_create,
-    api_keys_revoke,
-    end_user_get_or_create,
-    preference_set,
-)
+from profiles.services.api_keys import api_key_create, api_keys_revoke
+from profiles.services.end_users import end_user_get_or_create
+from profiles.services.profile_versions import preference_set
 
 DEMO_KEY_NAME = "demo key"
 

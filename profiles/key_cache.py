@@ -1,10 +1,10 @@
 """Redis cache of API-key lookups, so authenticating a request costs no database query.
 
 Every service that narrows or ends a key (revocation, new scopes, its tenant changed,
-deactivated or deleted; `profiles.services.api_key_cache_forget`) removes its entry after
-commit, so every process refuses it from the next request on. A removed entry leaves a short
-marker behind, which keeps a lookup that read the key from PostgreSQL just before the change
-from caching the old row just after it. The TTL bounds anything missed while Redis was
+deactivated or deleted; `profiles.services.api_keys.api_key_cache_forget`) removes its entry
+after commit, so every process refuses it from the next request on. A removed entry leaves a
+short marker behind, which keeps a lookup that read the key from PostgreSQL just before the
+change from caching the old row just after it. The TTL bounds anything missed while Redis was
 unreachable. Any Redis error falls back to PostgreSQL.
 """
 

@@ -24,7 +24,7 @@ from memoryproject import redis_keys as keys
 from memoryproject.errors import StoreUnavailable
 from memoryproject.redis_client import redis_connection
 from profiles.models import Tenant
-from profiles.services import api_key_create
+from profiles.services.api_keys import api_key_create
 from tests.factories import TenantFactory
 from tests.schema_check import response_problems
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from memoryproject.errors import Conflict, ErrorCode, Gone, NotFound
 from profiles.models import Tenant
-from profiles.services import end_user_get_or_create
+from profiles.services.end_users import end_user_get_or_create
 from transcripts.models import EventRef, Segment, Session
 from transcripts.reactions import Appended, react_after_commit, react_within
 from transcripts.segments import encode_segment, event_digest, sha256_hex

@@ -37,7 +37,7 @@ from memoryproject.redaction import (
     redactor_for,
 )
 from profiles.models import Project, Tenant
-from profiles.services import end_users_get_or_create
+from profiles.services.end_users import end_users_get_or_create
 
 logger = logging.getLogger(__name__)
 

@@ -147,7 +147,7 @@ class VocabularyEntry(models.Model):
             compile_pattern,
             vocabulary_kinds,
         )
-        from memoryproject.redaction import pattern_problem
+        from memoryproject.redaction_patterns import pattern_problem
 
         if self.kind not in vocabulary_kinds():
             raise ValidationError({"kind": f"Use one of {', '.join(vocabulary_kinds())}."})

@@ -13,7 +13,7 @@ from django.utils import timezone
 from memories.audit.services import Action, Actor, audit_record
 from memories.ltm.models import LtmCard
 from memories.review.models import DeletionRequest
-from memories.review.promotion import new_request_id
+from memories.review.promotion_scan import new_request_id
 from memoryproject.errors import Conflict, ErrorCode, Invalid, NotFound
 from profiles.models import EndUser, StableFact, Tenant, UserPreference
 

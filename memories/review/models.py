@@ -12,7 +12,7 @@ from profiles.models import Tenant
 
 
 class PromotionRequest(ReviewedRequest):
-    """A proposal to promote short-term memory: to PostgreSQL (path A) or a long-term card (B).
+    """A proposal to promote short-term memory: to a profile fact in PostgreSQL or a card.
 
     Nothing is promoted until a reviewer approves; the evidence says why it was proposed.
     """
@@ -33,11 +33,11 @@ class PromotionRequest(ReviewedRequest):
     path = models.CharField(max_length=16, choices=Path.choices)
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.SCAN)
     memory_type = models.CharField(max_length=32)
-    # Path A: {"key", "value", "target": "preference" | "fact"}; path B: the card's fields.
+    # A profile fact: {"key", "value", "target": "preference" | "fact"}; a card: its fields.
     proposal = models.JSONField(default=dict)
     # Short-term item ids, transcript message ids per session, triggers and their reasons.
     evidence = models.JSONField(default=dict)
-    # Path A: the key's current value; path B: the nearest existing cards.
+    # A profile fact: the key's current value; a card: the nearest existing cards.
     existing = models.JSONField(default=dict, blank=True)
     confidence = models.FloatField(default=0.5)
     # `fingerprint`: what it promotes, normalised: a rejected fingerprint is not proposed again

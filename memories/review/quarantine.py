@@ -20,7 +20,7 @@ from memories.write.extractors import ExtractionContext, RuleExtractor
 from memories.write.services import proposals_submit
 from memoryproject.errors import Conflict, ErrorCode
 from memoryproject.quarantine import WritePath
-from profiles.services import ProfilePatch, profile_update
+from profiles.services.profile_patch import ProfilePatch, profile_update
 from transcripts.models import Session
 from transcripts.selectors import events_after
 

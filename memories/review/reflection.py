@@ -20,7 +20,7 @@ from memories.ltm.embedder import embedder
 from memories.ltm.models import LtmCard
 from memories.policies.models import PromotionPolicy
 from memories.review.models import PromotionRequest
-from memories.review.promotion import (
+from memories.review.promotion_scan import (
     ScanResult,
     new_request_id,
     owners_with_policy,

@@ -1,8 +1,8 @@
-"""Retargeting: a reviewer moves a pending proposal between path A (a profile preference or
-stable fact under a domain key) and path B (a long-term card), or to another domain key.
+"""Retargeting: a reviewer moves a pending proposal between a profile fact (a preference or
+stable fact under a domain key) and a long-term card, or to another domain key.
 
 The proposal stays pending; the reviewer decides it afterwards, with the current value of the
-new key (path A) or the nearest cards (path B) in front of them.
+new key (a profile fact) or the nearest cards (a card) in front of them.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from memories.audit.services import Action, Actor, audit_record
 from memories.ltm.models import LtmCard
 from memories.policies.models import PromotionPolicy
 from memories.review.models import PromotionRequest
-from memories.review.promotion import (
+from memories.review.promotion import locked_pending
+from memories.review.promotion_scan import (
     CARD_TYPE_FOR,
     current_value,
-    locked_pending,
     promotion_fingerprint,
     similar_cards,
 )
@@ -31,7 +31,7 @@ Path = PromotionRequest.Path
 
 
 def _card_from(request: PromotionRequest) -> dict[str, Any]:
-    """A card proposal from what path A proposed and the item it came from."""
+    """A card proposal from the profile fact proposed and the item it came from."""
     item, proposal = request.evidence.get("item") or {}, request.proposal
     summary = str(item.get("summary") or f"{proposal.get('key')}: {proposal.get('value')}")
     return {
@@ -69,8 +69,9 @@ def promotion_retarget(
     key: str = "",
     value: Any = None,
 ) -> PromotionRequest:
-    """Move a pending proposal to `path` (for path A under `key`, with `value` or the value the
-    evidence holds); refreshes what exists already and records a `retarget` audit event."""
+    """Move a pending proposal to `path` (for a profile fact under `key`, with `value` or the
+    value the evidence holds); refreshes what exists already and records a `retarget` audit
+    event."""
     if path not in Path.values:
         raise Invalid("Unknown path.", fields={"path": ["Use postgres or ltm."]})
     if path == Path.POSTGRES:
@@ -89,7 +90,7 @@ def promotion_retarget(
     )
     if any(p in (".value", ".summary") for p in report.emptied):
         raise Invalid("Nothing but sensitive data would be left.", fields={"value": ["Empty."]})
-    # Outside systems are read before the transaction (nearest cards of path B).
+    # Outside systems are read before the transaction (a card's nearest cards).
     if path == Path.LTM:
         policy = PromotionPolicy.objects.filter(tenant=request.tenant).first()
         k = policy.similar_cards if policy else PromotionPolicy().similar_cards

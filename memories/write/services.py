@@ -1,8 +1,8 @@
-"""The write path: redact, judge each candidate with the tenant's policy, upsert what passes."""
+"""The write path: redact, judge each candidate with the tenant's policy (`judging`), hold back
+what waits for a reviewer or reads as an instruction, upsert what passes, audit it."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import uuid
 from collections.abc import Sequence
@@ -13,27 +13,24 @@ from typing import Any
 from django.db import transaction
 
 from memories.audit.services import Action, Actor, AuditEntry, audit_record_many
-from memories.facts import normalise_fact
 from memories.policies.selectors import vocabulary_for
 from memories.quarantine.services import released_refs
 from memories.stm.items import StmItem
 from memories.stm.store import RedisShortTermStore, UpsertResult, now_seconds, stm_store
 from memories.vocabulary import Vocabulary, redactor_of, screen_of
 from memories.write.candidates import Candidate
+from memories.write.judging import Decided, decide_all, fingerprint_of
 from memories.write.models import VerificationRequest
-from memories.write.policy import Decision, ExistingState, PolicySettings, decide, policy_for
+from memories.write.policy import Decision, policy_for
 from memories.write.redaction import RedactedCandidate, redact_candidate
-from memories.write.statements import proposal_read
-from memories.write.trust import confidence_ceiling, hold_reason, trust_of
 from memories.write.vectors import stm_vectors_schedule
 from memoryproject.errors import Invalid, StoreUnavailable
 from memoryproject.metrics import count_refusal
 from memoryproject.quarantine import Finding, WritePath, held_view, hold
 from memoryproject.redis_keys import Owner
 from profiles.models import EndUser, Tenant
-from profiles.services import end_users_get_or_create
+from profiles.services.end_users import end_users_get_or_create
 
-NEARBY_ITEMS = 20
 logger = logging.getLogger(__name__)
 
 
@@ -65,18 +62,6 @@ class ProposalResult:
     verification_id: str = ""  # the verification request holding it
     # A quarantined proposal: its quarantine id (none in a dry run), reason code and field.
     quarantine: dict[str, str] | None = None
-
-
-def fingerprint_of(candidate: Candidate) -> str:
-    """Near-duplicate key: hash of user + task + subtype + the normalised fact."""
-    fact = normalise_fact(candidate.fact_value or candidate.summary)
-    raw = "|".join((candidate.user_id, candidate.task_id, candidate.subtype, fact))
-    return hashlib.sha256(raw.encode()).hexdigest()[:24]
-
-
-def new_item_id(owner: Owner) -> str:
-    """Item ids carry their end user's key, so a read finds the user (and tenant) first."""
-    return f"stm_{owner.end_user_id}_{uuid.uuid4().hex[:16]}"
 
 
 def proposals_submit(
@@ -115,7 +100,7 @@ def proposals_submit(
     now = now_seconds()
     if dry_run:
         owners = _owners(tenant=tenant, user_ids=user_ids, create=False)
-        decided = _decide_all(
+        decided = decide_all(
             redacted_all,
             owners=owners,
             store=store,
@@ -137,7 +122,7 @@ def proposals_submit(
     try:
         with transaction.atomic():
             owners = _owners(tenant=tenant, user_ids=user_ids, create=True)
-            decided = _decide_all(
+            decided = decide_all(
                 redacted_all,
                 owners=owners,
                 store=store,
@@ -192,25 +177,6 @@ def proposals_submit(
     return results
 
 
-@dataclass(frozen=True)
-class _Decided:
-    """One candidate as judged: the decision, the item to write (none while held), and whose
-    word it is."""
-
-    decision: Decision
-    item: StmItem | None
-    redacted: list[str]
-    source_kind: str
-    trust: str
-    hold_reason: str = ""
-    held: Candidate | None = None  # what a reviewer approves, as read before any ceiling
-    owner: Owner | None = None
-    fingerprint: str = ""
-
-
-Decided = list[_Decided]
-
-
 def _held_ref(path: str, candidate: Candidate) -> str:
     """The same candidate quarantined twice (a retried call, a re-read transcript) is one row."""
     return f"{path}:{fingerprint_of(candidate)}"
@@ -250,80 +216,6 @@ def _screened(
             if _held_ref(path, redacted_all[index].candidate) not in released
         }
     return findings
-
-
-def _decide_all(
-    redacted_all: Sequence[RedactedCandidate],
-    *,
-    owners: dict[str, Owner],
-    store: RedisShortTermStore,
-    now: float,
-    settings: PolicySettings,
-    vocabulary: Vocabulary,
-    quarantined: dict[int, Finding],
-) -> Decided:
-    decided: Decided = []
-    seen_in_batch: set[tuple[str, str]] = set()
-    for index, redaction in enumerate(redacted_all):
-        candidate, redacted = redaction.candidate, redaction.kinds
-        candidate = proposal_read(candidate, vocabulary)  # judged as the same words in a transcript
-        read = candidate
-        trust = trust_of(source_kind=candidate.source_kind, trusted_writer=candidate.trusted_writer)
-        # A source claims no more confidence than the design gives it (user > tool > model).
-        ceiling = confidence_ceiling(source_kind=candidate.source_kind, trust=trust)
-        if candidate.confidence > ceiling:
-            candidate = replace(candidate, confidence=ceiling)
-        owner = owners.get(candidate.user_id)
-        fingerprint = fingerprint_of(candidate)
-        existing, request = _existing_state(
-            store=store, owner=owner, candidate=candidate, fp=fingerprint, now=now
-        )
-        if request and not candidate.detail.get("request"):
-            # said again plainly, the fact keeps the remember request it was first asked with
-            candidate = replace(candidate, detail={**candidate.detail, "request": request})
-        if (candidate.user_id, fingerprint) in seen_in_batch:
-            existing = ExistingState(same_fact=True)
-        decision = decide(candidate, existing=existing, settings=settings, vocabulary=vocabulary)
-        if redaction.nothing_left:
-            decision = replace(decision, accepted=False, refusal="sensitive")
-        elif index in quarantined:
-            decision = replace(decision, accepted=False, refusal=Outcome.QUARANTINED)
-        # An untrusted constraint, preference or profile fact waits for a reviewer.
-        hold = hold_reason(candidate, trust=trust) if decision.accepted else ""
-        held_fp = f"{fingerprint}:{candidate.memory_type}"
-        if hold and owner is not None and _rejected_before(owner, held_fp):
-            decision = replace(decision, accepted=False, refusal="rejected_in_verification")
-            hold = ""
-        item = None
-        if decision.accepted and owner is not None and not hold:
-            seen_in_batch.add((candidate.user_id, fingerprint))
-            item = _item_for(
-                candidate, owner=owner, fp=fingerprint, decision=decision, now=now, trust=trust
-            )
-        decided.append(
-            _Decided(
-                decision,
-                item,
-                sorted(redacted),
-                candidate.source_kind,
-                trust,
-                hold_reason=hold,
-                held=read if hold else None,
-                owner=owner,
-                fingerprint=held_fp,
-            )
-        )
-    return decided
-
-
-def _rejected_before(owner: Owner, fingerprint: str) -> bool:
-    """Whether a reviewer already rejected this candidate for this user."""
-    return VerificationRequest.objects.filter(
-        tenant_id=owner.tenant_id,
-        end_user_id=owner.end_user_id,
-        fingerprint=fingerprint,
-        status=VerificationRequest.Status.REJECTED,
-    ).exists()
 
 
 def _hold(tenant: Tenant, decided: Decided, actor: Actor | None) -> dict[int, str]:
@@ -500,79 +392,3 @@ def _owners(*, tenant: Tenant, user_ids: set[str], create: bool) -> dict[str, Ow
     else:
         users = list(EndUser.objects.filter(tenant=tenant, external_id__in=user_ids))
     return {u.external_id: Owner(tenant.pk, u.pk) for u in users}
-
-
-def _existing_state(
-    *, store: RedisShortTermStore, owner: Owner | None, candidate: Candidate, fp: str, now: float
-) -> tuple[ExistingState, str]:
-    """What the store holds that bears on the candidate, and the remember request
-    (`detail.request`) of the live item it repeats, if any."""
-    if owner is None:
-        return ExistingState(), ""
-    found = store.lookup(
-        owner=owner, fingerprint=fp, canonical_fact_key=candidate.canonical_fact_key
-    )
-    matches = {
-        how: item
-        for how, item_id in found.items()
-        if (item := store.get(owner=owner, item_id=item_id)) is not None and item.is_live(now)
-    }
-    by_key = matches.get("canonical")
-    updates = bool(
-        by_key
-        and candidate.fact_value
-        and by_key.fact_value
-        and by_key.fact_value != candidate.fact_value
-    )
-    same = not updates and bool(matches)
-    hits = max((item.hit_count for item in matches.values()), default=0) if same else 0
-    asked = [str(item.detail.get("request") or "") for item in matches.values()] if same else []
-    index, value = (
-        ("task", candidate.task_id) if candidate.task_id else ("session", candidate.session_id)
-    )
-    nearby_ids = [
-        i for i, _ in store.ids_by_index(owner=owner, index=index, value=value, limit=NEARBY_ITEMS)
-    ]
-    nearby = [i.summary for i in store.get_many(owner=owner, item_ids=nearby_ids) if i.is_live(now)]
-    existing = ExistingState(
-        same_fact=same, updates_fact=updates, nearby_summaries=nearby, hits=hits
-    )
-    return existing, next((request for request in asked if request), "")
-
-
-def _item_for(
-    candidate: Candidate, *, owner: Owner, fp: str, decision: Decision, now: float, trust: str
-) -> StmItem:
-    return StmItem(
-        id=new_item_id(owner),
-        tenant_id=owner.tenant_id,
-        end_user_id=owner.end_user_id,
-        user_id=candidate.user_id,
-        session_id=candidate.session_id,
-        task_id=candidate.task_id,
-        memory_type=candidate.memory_type,
-        subtype=candidate.subtype,
-        summary=candidate.summary.strip(),
-        detail=dict(candidate.detail),
-        entities=list(candidate.entities),
-        tags=list(candidate.tags),
-        source={
-            "kind": candidate.source_kind,
-            "message_ids": list(candidate.message_ids),
-            "tool_call_ids": list(candidate.tool_call_ids),
-        },
-        confidence=candidate.confidence,
-        importance=max(candidate.importance, 0.9) if candidate.remember else candidate.importance,
-        created_at=now,
-        updated_at=now,
-        last_access_at=now,
-        expires_at=now + decision.ttl_minutes * 60,
-        fingerprint=fp,
-        fingerprints=[fp],
-        canonical_fact_key=candidate.canonical_fact_key,
-        fact_value=candidate.fact_value,
-        sessions=[candidate.session_id] if candidate.session_id else [],
-        verified=candidate.verified,
-        remember=candidate.remember,
-        trust=trust,
-    )

@@ -33,7 +33,7 @@ from memories.review.models import DeletionRequest, PromotionRequest, ReviewStat
 from memories.write.candidates import Candidate
 from memories.write.services import proposals_submit
 from profiles.models import EndUser, Tenant, TenantMembership, UserPreference, UserProjectRole
-from profiles.services import preference_set
+from profiles.services.profile_versions import preference_set
 from tests.factories import EndUserFactory, MembershipFactory, ProjectFactory, TenantFactory
 from transcripts.services import EventIn, Role, events_append
 
@@ -345,20 +345,21 @@ def test_a_reviewer_and_tenant_admin_walk_through_the_admin(live_server, browser
     assert (style.status, style.decided_by) == (ReviewStatus.APPROVED, rita)
     walk.shoot("approved")
 
-    # retarget A → B, then B → A under another key: the diff shows that key's current value
+    # retarget fact → card, then card → fact under another key: the diff shows that key's
+    # current value
     walk.open(reverse("admin:memories_promotionrequest_change", args=[chinese.pk]))
     assert "[REDACTED:bank_card]" in walk.find("#transcript-excerpt").text
     assert "4111 1111" not in browser.page_source
     walk.shoot("review-zh")
     walk.submit("input[name=_retarget_ltm]")
-    assert "path B" in walk.message()
+    assert "a long-term card" in walk.message()
     walk.find("input[name=_merge]")
     walk.fits_width()
     walk.shoot("retargeted-to-card")
     walk.check("#id_retarget_key", "preference.format")
     walk.find("#id_retarget_value").send_keys("表格")
     walk.submit("input[name=_retarget]")
-    assert "path A, key preference.format" in walk.message()
+    assert "a profile fact, key preference.format" in walk.message()
     diff = walk.find("#comparison table.diff").text
     assert "要点列表" in diff and "表格" in diff
     walk.shoot("retargeted-to-key")

@@ -9,7 +9,7 @@ import pytest
 from agent_memory_client import MemoryClient
 
 from profiles.models import Tenant
-from profiles.services import api_key_create
+from profiles.services.api_keys import api_key_create
 
 ALL_SCOPES = ("read", "write", "admin")
 

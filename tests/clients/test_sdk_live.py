@@ -26,7 +26,7 @@ from django.db import transaction
 from memories.ltm.models import LtmCard
 from memories.review.deletion import deletion_approve
 from memories.review.models import DeletionRequest
-from memories.review.promotion import promotion_scan
+from memories.review.promotion_scan import promotion_scan
 from tests.clients.shapes import assert_fits
 from transcripts.models import Session
 

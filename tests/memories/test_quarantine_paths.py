@@ -19,7 +19,7 @@ from memories.ltm.services import outbox_drain
 from memories.policies.models import VocabularyEntry
 from memories.quarantine.models import QuarantinedText
 from memories.review.models import PromotionRequest
-from memories.review.promotion import promotion_scan
+from memories.review.promotion_scan import promotion_scan
 from memories.review.quarantine import quarantine_discard, quarantine_release
 from memories.stm.items import StmItem
 from memories.stm.selectors import stm_items_for

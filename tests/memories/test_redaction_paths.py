@@ -17,7 +17,8 @@ from memories.ltm.models import LtmCard, LtmOutbox
 from memories.ltm.services import CardInput, cards_import, outbox_drain
 from memories.policies.models import VocabularyEntry
 from memories.review.models import PromotionRequest
-from memories.review.promotion import promotion_approve, promotion_merge, promotion_scan
+from memories.review.promotion import promotion_approve, promotion_merge
+from memories.review.promotion_scan import promotion_scan
 from memories.review.reflection import reflection_run
 from memories.stm.items import StmItem
 from memories.stm.selectors import stm_items_for

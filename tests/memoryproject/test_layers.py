@@ -55,12 +55,12 @@ def test_an_upward_import_breaks_the_layers(copy: Path) -> None:
 def test_a_lazy_upward_import_breaks_the_layers_too(copy: Path) -> None:
     # Layer 1 reaching into short-term memory from inside a function
     _append(
-        copy / "profiles" / "services.py",
+        copy / "profiles" / "services" / "api_keys.py",
         "def _peek():\n    from memories.stm.store import stm_store\n    return stm_store",
     )
     result = _lint(copy)
     assert result.returncode != 0
-    assert "profiles.services -> memories.stm.store" in result.stdout
+    assert "profiles.services.api_keys -> memories.stm.store" in result.stdout
 
 
 def test_a_service_importing_an_api_module_breaks_the_contract(copy: Path) -> None:

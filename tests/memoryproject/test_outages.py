@@ -247,7 +247,7 @@ def test_recording_a_keys_use_never_fails_a_request(postgres, tenant, owner, cap
 
     # when PostgreSQL is down, the touch fails quietly and the recall answers from the caches.
     postgres.switch("refuse")
-    with caplog.at_level(logging.WARNING, logger="profiles.services"):
+    with caplog.at_level(logging.WARNING, logger="profiles.services.api_keys"):
         response = owner.post(reverse("memories:recall"), recall, format="json")
     _back(postgres)
 

@@ -7,16 +7,9 @@ import re
 
 import pytest
 
-from memoryproject.redaction import (
-    DEFAULT,
-    Redactor,
-    Report,
-    iban_valid,
-    luhn_valid,
-    pattern_problem,
-    prc_id_valid,
-    redact_record,
-)
+from memoryproject.redaction import DEFAULT, Redactor, Report, redact_record
+from memoryproject.redaction_detectors import iban_valid, luhn_valid, prc_id_valid
+from memoryproject.redaction_patterns import pattern_problem
 
 JWT = (
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"

@@ -23,7 +23,8 @@ from profiles.models import (
     UserProfile,
     UserProjectRole,
 )
-from profiles.services import ProfilePatch, api_key_create, profile_update
+from profiles.services.api_keys import api_key_create
+from profiles.services.profile_patch import ProfilePatch, profile_update
 from tests.factories import EndUserFactory, MembershipFactory, ProjectFactory, TenantFactory
 
 

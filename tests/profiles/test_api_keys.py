@@ -7,7 +7,8 @@ from rest_framework.test import APIClient
 
 from profiles.key_cache import api_key_cache
 from profiles.models import ApiKey
-from profiles.services import api_key_create, api_key_revoke, tenant_save
+from profiles.services.api_keys import api_key_create, api_key_revoke
+from profiles.services.tenants import tenant_save
 from transcripts.models import Session
 
 

@@ -15,13 +15,8 @@ from rest_framework.test import APIClient
 from profiles.key_cache import api_key_cache
 from profiles.models import ApiKey, Tenant
 from profiles.selectors import api_key_for_secret, api_key_hash
-from profiles.services import (
-    api_key_revoke,
-    api_key_update,
-    api_keys_revoke,
-    tenant_delete,
-    tenants_set_active,
-)
+from profiles.services.api_keys import api_key_revoke, api_key_update, api_keys_revoke
+from profiles.services.tenants import tenant_delete, tenants_set_active
 from tests.factories import MembershipFactory, StaffUserFactory
 from transcripts.models import Session
 

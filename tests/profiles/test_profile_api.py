@@ -13,7 +13,7 @@ from profiles.models import (
     UserProfile,
     UserProjectRole,
 )
-from profiles.services import fact_set, preference_set
+from profiles.services.profile_versions import fact_set, preference_set
 from tests.factories import EndUserFactory, ProjectFactory
 
 

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memoryproject.errors import DomainError
 from profiles.models import Tenant
-from profiles.services import api_key_create
+from profiles.services.api_keys import api_key_create
 
 
 class Command(BaseCommand):

@@ -22,7 +22,7 @@ from memoryproject import redis_client
 from memoryproject.redis_keys import Owner
 from profiles import key_cache, throttling
 from profiles.models import EndUser
-from profiles.services import fact_set
+from profiles.services.profile_versions import fact_set
 from tests.factories import ProjectFactory
 
 RECALL = reverse("memories:recall")

@@ -15,10 +15,11 @@ from memories.recall.render import fit_and_render
 from memories.stm.items import StmItem, Trust
 from memories.stm.store import now_seconds, stm_store
 from memories.write.candidates import Candidate, SourceKind
-from memories.write.services import new_item_id, proposals_submit
+from memories.write.judging import new_item_id
+from memories.write.services import proposals_submit
 from memoryproject.redis_keys import Owner
 from profiles.models import Tenant
-from profiles.services import end_user_get_or_create
+from profiles.services.end_users import end_user_get_or_create
 
 PROPOSALS = reverse("memories:proposals")
 RECALL = reverse("memories:recall")

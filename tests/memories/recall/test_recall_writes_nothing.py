@@ -20,7 +20,7 @@ from memories.ltm.services import CardInput, cards_import, outbox_drain
 from memoryproject import redis_keys as keys
 from memoryproject.redis_client import redis_connection
 from profiles.models import EndUser, Tenant
-from profiles.services import fact_set
+from profiles.services.profile_versions import fact_set
 from tests.factories import ProjectFactory
 from transcripts.models import Session
 

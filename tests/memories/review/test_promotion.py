@@ -14,14 +14,8 @@ from memories.ltm.selectors import ltm_search
 from memories.ltm.services import CardInput, cards_import, outbox_drain
 from memories.policies.models import PromotionPolicy
 from memories.review.models import PromotionRequest
-from memories.review.promotion import (
-    Trigger,
-    promotion_approve,
-    promotion_merge,
-    promotion_reject,
-    promotion_scan,
-    promotion_triggers,
-)
+from memories.review.promotion import promotion_approve, promotion_merge, promotion_reject
+from memories.review.promotion_scan import Trigger, promotion_scan, promotion_triggers
 from memories.stm.items import StmItem
 from memories.stm.store import stm_store
 from memoryproject.errors import Conflict, Invalid
@@ -163,19 +157,19 @@ def test_scan_proposes_with_evidence_and_existing_value(tenant, end_user) -> Non
 
     assert scan(tenant) == 2
 
-    path_a = PromotionRequest.objects.get(tenant=tenant, path="postgres")
-    assert path_a.proposal == {
+    fact_request = PromotionRequest.objects.get(tenant=tenant, path="postgres")
+    assert fact_request.proposal == {
         "key": "preference.answer_style",
         "value": "brief_first",
         "target": "preference",
     }
-    assert path_a.existing["current"]["value"] == "detailed"
-    assert path_a.evidence["message_ids"] == ["m_7", "m_9"]
-    assert path_a.evidence["stm_item_ids"] == [keyed.id]
-    assert Trigger.STABLE_PROFILE in path_a.evidence["triggers"]
-    path_b = PromotionRequest.objects.get(tenant=tenant, path="ltm")
-    assert path_b.proposal["summary"] == general.summary
-    assert "similar" in path_b.existing
+    assert fact_request.existing["current"]["value"] == "detailed"
+    assert fact_request.evidence["message_ids"] == ["m_7", "m_9"]
+    assert fact_request.evidence["stm_item_ids"] == [keyed.id]
+    assert Trigger.STABLE_PROFILE in fact_request.evidence["triggers"]
+    card_request = PromotionRequest.objects.get(tenant=tenant, path="ltm")
+    assert card_request.proposal["summary"] == general.summary
+    assert "similar" in card_request.existing
     # A second scan proposes nothing new while the proposals are pending.
     assert scan(tenant) == 0
     assert audit_verify(tenant=tenant).events == 2
@@ -206,7 +200,7 @@ def test_rejection_suppresses_reproposal_until_new_evidence(tenant, end_user, re
 
 
 # --- decisions -----------------------------------------------------------------------------
-def test_path_a_approval_changes_the_profile_block_of_recall(
+def test_profile_fact_approval_changes_the_profile_block_of_recall(
     tenant, end_user, reviewer, owner, django_capture_on_commit_callbacks
 ) -> None:
     keyed = item(
@@ -241,7 +235,7 @@ def test_path_a_approval_changes_the_profile_block_of_recall(
         promotion_approve(request=approved, reviewer=reviewer)
 
 
-def test_path_b_approval_with_edits_makes_the_card_findable(
+def test_card_approval_with_edits_makes_the_card_findable(
     tenant, end_user, reviewer, django_capture_on_commit_callbacks
 ) -> None:
     stm_store().upsert(items=[item(end_user, fingerprint="fpB", hit_count=4)], now=NOW)

@@ -15,12 +15,8 @@ from memories.audit.services import Action
 from memories.ltm.models import LtmCard
 from memories.ltm.services import CardInput, cards_import
 from memories.review.models import PromotionRequest, ReviewStatus
-from memories.review.promotion import (
-    promotion_approve,
-    promotion_merge,
-    promotion_repeats,
-    promotion_scan,
-)
+from memories.review.promotion import promotion_approve, promotion_merge, promotion_repeats
+from memories.review.promotion_scan import promotion_scan
 from memories.review.repeats import Rule, repeat_between
 from memoryproject.errors import Conflict, ErrorCode, Invalid, NotFound
 from profiles.models import EndUser, Tenant, TenantMembership

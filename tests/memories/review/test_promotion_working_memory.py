@@ -9,7 +9,7 @@ import pytest
 
 from memories.policies.models import PromotionPolicy
 from memories.review.models import PromotionRequest
-from memories.review.promotion import promotion_scan, promotion_triggers
+from memories.review.promotion_scan import promotion_scan, promotion_triggers
 from memories.stm.items import StmItem
 from memories.stm.selectors import stm_items_for
 from memories.stm.store import now_seconds, stm_store

@@ -20,7 +20,7 @@ from memories.review.models import DeletionRequest, PromotionRequest, ReviewStat
 from memoryproject import redis_keys as keys
 from memoryproject.redis_client import redis_connection
 from profiles.models import EndUser, Tenant, TenantMembership, UserPreference
-from profiles.services import preference_set
+from profiles.services.profile_versions import preference_set
 from tests.factories import EndUserFactory, MembershipFactory, StaffUserFactory, TenantFactory
 from transcripts.services import EventIn, Role, events_append
 
@@ -78,7 +78,7 @@ def evidence(session_id: str, message_ids: list[str], summary: str) -> dict[str,
     }
 
 
-def path_a(
+def fact_proposal(
     tenant: Tenant,
     end_user: EndUser,
     *,
@@ -102,7 +102,7 @@ def path_a(
     )
 
 
-def path_b(
+def card_proposal(
     tenant: Tenant, end_user: EndUser, *, similar: list[dict[str, Any]] | None = None
 ) -> PromotionRequest:
     summary = "The staging database is restored from the nightly snapshot at 02:00 UTC."
@@ -149,8 +149,8 @@ def review(db: None) -> dict[str, Any]:
         "alice": alice,
         "bob": bob,
         "message_ids": ids,
-        "my_promotion": path_a(mine, alice, message_ids=[ids[2]]),
-        "their_promotion": path_a(theirs, bob, value="theirs-secret-value"),
+        "my_promotion": fact_proposal(mine, alice, message_ids=[ids[2]]),
+        "their_promotion": fact_proposal(theirs, bob, value="theirs-secret-value"),
     }
 
 
@@ -209,8 +209,8 @@ def test_bulk_actions_see_only_the_scoped_queryset(review) -> None:
 # --- the queue ----------------------------------------------------------------------------------
 def test_queue_filters_and_search(review) -> None:
     client, mine, alice = review["client"], review["mine"], review["alice"]
-    card = path_b(mine, alice)
-    old = path_a(mine, alice, key="preference.language", value="en", message_ids=[])
+    card = card_proposal(mine, alice)
+    old = fact_proposal(mine, alice, key="preference.language", value="en", message_ids=[])
     PromotionRequest.objects.filter(pk=old.pk).update(
         created_at=timezone.now() - timedelta(days=10), confidence=0.3
     )
@@ -242,7 +242,7 @@ def test_detail_page_shows_diff_evidence_and_transcript(review) -> None:
         review["alice"],
         review["message_ids"],
     )
-    promotion = path_a(
+    promotion = fact_proposal(
         mine,
         alice,
         key="preference.verbosity",
@@ -271,9 +271,9 @@ def test_detail_page_shows_diff_evidence_and_transcript(review) -> None:
     assert page.index('name="_approve"') < page.index('id="evidence"')
 
 
-def test_path_b_detail_page_shows_similar_cards_and_merge(review) -> None:
+def test_card_detail_page_shows_similar_cards_and_merge(review) -> None:
     client = review["client"]
-    promotion = path_b(
+    promotion = card_proposal(
         review["mine"],
         review["alice"],
         similar=[
@@ -294,7 +294,7 @@ def test_path_b_detail_page_shows_similar_cards_and_merge(review) -> None:
     assert "No transcript events are stored" in page
 
 
-def test_approving_path_a_writes_the_preference_and_invalidates_the_profile_cache(
+def test_approving_a_profile_fact_writes_the_preference_and_invalidates_the_profile_cache(
     review, django_capture_on_commit_callbacks
 ) -> None:
     client, promotion, reviewer = review["client"], review["my_promotion"], review["reviewer"]
@@ -345,7 +345,7 @@ def test_approving_with_edits_applies_the_edited_value(review) -> None:
 
 def test_an_invalid_edit_changes_nothing(review) -> None:
     client, mine, alice = review["client"], review["mine"], review["alice"]
-    promotion = path_a(mine, alice, key="preference.max_items", value=5)
+    promotion = fact_proposal(mine, alice, key="preference.max_items", value=5)
 
     bad_json = client.post(promotion_url(promotion), {"_approve_edited": "1", "value": "five"})
 
@@ -356,11 +356,11 @@ def test_an_invalid_edit_changes_nothing(review) -> None:
     assert not UserPreference.objects.exists()
 
 
-def test_approving_path_b_creates_a_card_through_the_import_and_the_outbox(
+def test_approving_a_card_creates_a_card_through_the_import_and_the_outbox(
     review, django_capture_on_commit_callbacks
 ) -> None:
     client, mine, alice = review["client"], review["mine"], review["alice"]
-    promotion = path_b(mine, alice)
+    promotion = card_proposal(mine, alice)
 
     with django_capture_on_commit_callbacks(execute=True):
         client.post(
@@ -405,7 +405,7 @@ def test_merging_folds_the_proposal_into_an_existing_card(
                 )
             ],
         )
-    promotion = path_b(
+    promotion = card_proposal(
         mine,
         alice,
         similar=[
@@ -463,7 +463,7 @@ def test_a_decided_request_cannot_be_decided_again(review) -> None:
 # --- bulk actions -------------------------------------------------------------------------------
 def test_bulk_approve(review) -> None:
     client, mine, alice = review["client"], review["mine"], review["alice"]
-    second = path_a(mine, alice, key="preference.language", value="en")
+    second = fact_proposal(mine, alice, key="preference.language", value="en")
 
     response = client.post(
         reverse(QUEUE),
@@ -487,7 +487,7 @@ def test_bulk_reject_asks_for_a_reason_on_a_confirmation_page(review) -> None:
         review["alice"],
         review["reviewer"],
     )
-    second = path_b(mine, alice)
+    second = card_proposal(mine, alice)
     chosen = [review["my_promotion"].pk, second.pk]
 
     confirm = client.post(

@@ -15,9 +15,14 @@ from memories.stm.selectors import stm_items_for
 from memories.write.candidates import Candidate
 from memories.write.services import Outcome, proposals_submit
 from profiles.models import UserPreference
-from profiles.services import preference_set
+from profiles.services.profile_versions import preference_set
 from tests.memories.review import test_review_admin
-from tests.memories.review.test_review_admin import QUEUE, path_a, path_b, promotion_url
+from tests.memories.review.test_review_admin import (
+    QUEUE,
+    card_proposal,
+    fact_proposal,
+    promotion_url,
+)
 from transcripts.models import Session
 from transcripts.selectors import events_after
 
@@ -26,7 +31,7 @@ review = test_review_admin.review  # the same fixture: a reviewer of one of two 
 
 def test_approve_applies_the_edits_shown(review) -> None:
     client, mine, alice = review["client"], review["mine"], review["alice"]
-    promotion = path_b(mine, alice)
+    promotion = card_proposal(mine, alice)
 
     response = client.post(
         promotion_url(promotion),
@@ -82,35 +87,35 @@ def test_retargeting_refuses_while_the_edits_differ(review) -> None:
     assert not AuditEvent.objects.filter(action=Action.RETARGET).exists()
 
 
-def test_retarget_a_to_b_and_back_shows_the_current_value_of_the_chosen_key(review) -> None:
+def test_retarget_fact_to_card_and_back_shows_the_current_value_of_the_chosen_key(review) -> None:
     client, alice, reviewer = review["client"], review["alice"], review["reviewer"]
     promotion = review["my_promotion"]
     preference_set(end_user=alice, key="preference.format", value="numbered lists")
 
-    to_b = client.post(promotion_url(promotion), {"_retarget_ltm": "1"})
+    to_card = client.post(promotion_url(promotion), {"_retarget_ltm": "1"})
 
-    assert to_b.status_code == 302 and to_b.url == promotion_url(promotion)
+    assert to_card.status_code == 302 and to_card.url == promotion_url(promotion)
     promotion.refresh_from_db()
     assert promotion.path == PromotionRequest.Path.LTM
     assert promotion.status == ReviewStatus.PENDING
     assert promotion.proposal["summary"] == "prefers short bullet points"
-    page_b = client.get(promotion_url(promotion)).content.decode()
-    assert 'name="_merge"' in page_b and "Similar existing cards" in page_b
-    assert '<option value="preference.format">' in page_b  # keys in use are offered
+    page_card = client.get(promotion_url(promotion)).content.decode()
+    assert 'name="_merge"' in page_card and "Similar existing cards" in page_card
+    assert '<option value="preference.format">' in page_card  # keys in use are offered
 
-    to_a = client.post(
+    to_fact = client.post(
         promotion_url(promotion),
         {"_retarget": "1", "retarget_key": "preference.format", "retarget_value": "bullets"},
     )
 
-    assert to_a.status_code == 302
+    assert to_fact.status_code == 302
     promotion.refresh_from_db()
     assert (promotion.path, promotion.proposal) == (
         PromotionRequest.Path.POSTGRES,
         {"key": "preference.format", "value": "bullets", "target": "preference"},
     )
-    page_a = client.get(promotion_url(promotion)).content.decode()
-    assert '<td class="left">numbered lists</td><td class="right">bullets</td>' in page_a
+    page_fact = client.get(promotion_url(promotion)).content.decode()
+    assert '<td class="left">numbered lists</td><td class="right">bullets</td>' in page_fact
     events = AuditEvent.objects.filter(action=Action.RETARGET).order_by("seq")
     assert [(e.details["from"], e.details["to"]) for e in events] == [
         ("postgres", "ltm"),
@@ -123,9 +128,9 @@ def test_retarget_a_to_b_and_back_shows_the_current_value_of_the_chosen_key(revi
     assert current.value == "bullets"
 
 
-def test_retarget_to_a_needs_a_valid_domain_key(review) -> None:
+def test_retarget_to_a_fact_needs_a_valid_domain_key(review) -> None:
     client, mine, alice = review["client"], review["mine"], review["alice"]
-    promotion = path_b(mine, alice)
+    promotion = card_proposal(mine, alice)
 
     missing = client.post(promotion_url(promotion), {"_retarget": "1", "retarget_key": ""})
     invented = client.post(
@@ -140,7 +145,7 @@ def test_retarget_to_a_needs_a_valid_domain_key(review) -> None:
 
 def test_the_queue_opens_on_pending_with_counts_per_status(review) -> None:
     client, mine, alice = review["client"], review["mine"], review["alice"]
-    decided = path_a(mine, alice, key="preference.language", value="en")
+    decided = fact_proposal(mine, alice, key="preference.language", value="en")
     PromotionRequest.objects.filter(pk=decided.pk).update(status=ReviewStatus.REJECTED)
 
     page = client.get(reverse(QUEUE)).content.decode()
@@ -154,7 +159,7 @@ def test_the_queue_opens_on_pending_with_counts_per_status(review) -> None:
 
 def test_the_admin_index_shows_pending_badges(review) -> None:
     client, mine, alice = review["client"], review["mine"], review["alice"]
-    path_a(mine, alice, key="preference.language", value="en")
+    fact_proposal(mine, alice, key="preference.language", value="en")
 
     page = client.get(reverse("admin:index")).content.decode()
 

@@ -16,7 +16,7 @@ from memories.stm.store import stm_store
 from memories.tasks import tenant_purges_resume_task
 from memoryproject.errors import StoreUnavailable
 from profiles.models import Tenant
-from profiles.services import tenant_delete
+from profiles.services.tenants import tenant_delete
 from tests.memories.review.test_erasure import seed_user
 
 

@@ -15,7 +15,7 @@ from memories.vocabulary import default_vocabulary
 from memories.write.candidates import Candidate
 from memories.write.extractors import ExtractionContext, RuleExtractor
 from memories.write.statements import clauses_of
-from profiles.services import preference_set
+from profiles.services.profile_versions import preference_set
 from tests.factories import EndUserFactory
 
 QUICKSTART = "Hi! Please remember that I deploy everything with Terraform and I like short answers."

@@ -12,7 +12,7 @@ from memories.policies.models import VocabularyEntry
 from memories.stm.selectors import stm_items_for
 from memories.write.extraction import session_extract, sessions_lagging
 from memories.write.models import ExtractionCursor
-from profiles.services import tenant_delete
+from profiles.services.tenants import tenant_delete
 from transcripts.models import Session
 
 CONVERSATION = [

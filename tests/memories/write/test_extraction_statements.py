@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from memories.policies.models import PromotionPolicy
 from memories.review.models import PromotionRequest
-from memories.review.promotion import promotion_scan, promotion_triggers
+from memories.review.promotion_scan import promotion_scan, promotion_triggers
 from memories.stm.selectors import stm_items_for
 from memories.stm.store import now_seconds, stm_store
 from memories.vocabulary import default_vocabulary
@@ -266,7 +266,7 @@ def test_a_guess_is_refused_alike_by_both_paths(
 
 # --- promotion ----------------------------------------------------------------------------------
 @pytest.mark.django_db
-def test_remembering_the_default_environment_proposes_path_a_with_its_key(
+def test_remembering_the_default_environment_proposes_a_profile_fact_with_its_key(
     tenant, owner: APIClient, django_capture_on_commit_callbacks
 ) -> None:
     with django_capture_on_commit_callbacks(execute=True):
@@ -291,7 +291,7 @@ def test_remembering_the_default_environment_proposes_path_a_with_its_key(
 
 
 @pytest.mark.django_db
-def test_a_preference_promotes_by_path_a_once_old_enough(
+def test_a_preference_promotes_as_a_profile_fact_once_old_enough(
     tenant, owner: APIClient, django_capture_on_commit_callbacks
 ) -> None:
     with django_capture_on_commit_callbacks(execute=True):

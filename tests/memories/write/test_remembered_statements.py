@@ -12,7 +12,8 @@ from rest_framework.test import APIClient
 
 from memories.ltm.models import LtmCard
 from memories.review.models import PromotionRequest
-from memories.review.promotion import promotion_approve, promotion_scan
+from memories.review.promotion import promotion_approve
+from memories.review.promotion_scan import promotion_scan
 from memories.stm.items import StmItem
 from memories.stm.selectors import stm_items_for
 from tests.factories import StaffUserFactory

@@ -14,7 +14,7 @@ from memories.write.candidates import Candidate, SourceKind
 from memories.write.services import proposals_submit
 from memories.write.trust import HoldReason, hold_reason, trust_of
 from profiles.models import ApiKey, Tenant
-from profiles.services import api_key_update
+from profiles.services.api_keys import api_key_update
 
 PROPOSALS = reverse("memories:proposals")
 RECALL = reverse("memories:recall")

@@ -10,14 +10,9 @@ import pytest
 from memories.stm.items import MemoryType
 from memories.vocabulary import Vocabulary, default_vocabulary
 from memories.write.candidates import Candidate, SourceKind
-from memories.write.extractors import (
-    ASSISTANT_CONFIDENCE,
-    ExtractionContext,
-    RuleExtractor,
-    read_figures,
-    tool_name,
-)
+from memories.write.extractors import ASSISTANT_CONFIDENCE, ExtractionContext, RuleExtractor
 from memories.write.policy import ExistingState, PolicySettings, decide
+from memories.write.tool_output import read_figures, tool_name
 
 POOL_EN = "billing-api: db pool 48/50 in use, wait queue 1200, p99 2.3s"
 POOL_ZH = "billing-api：连接池 48/50，等待队列 1200，p99 2.3s，CPU 使用率 93%"

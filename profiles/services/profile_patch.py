@@ -1,0 +1,232 @@
+"""Profile patches: one end user's profile, preferences, roles and facts changed as one unit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from memories.audit.services import Action, Actor, audit_record
+from memoryproject.errors import Invalid
+from memoryproject.quarantine import WritePath, held_view, hold, screen_for
+from memoryproject.redaction import Redactor, Report, redactor_for
+from profiles.models import EndUser, Project, Source, Tenant, UserProfile, UserProjectRole
+from profiles.services.end_users import end_user_get_or_create
+from profiles.services.profile_versions import fact_set, preference_set, refuse_emptied
+
+PROFILE_FIELDS = ("language", "answer_style", "timezone", "display_name", "extras")
+REDACTED_PROFILE_FIELDS = ("answer_style", "display_name", "extras")
+
+
+@dataclass(frozen=True)
+class ProfilePatch:
+    """A validated change to one end user's Layer 1 record; every part is optional."""
+
+    profile: dict[str, Any] = field(default_factory=dict)
+    preferences: Sequence[dict[str, Any]] = ()
+    roles: Sequence[dict[str, Any]] = ()
+    facts: Sequence[dict[str, Any]] = ()
+
+
+@transaction.atomic
+def profile_update(
+    *,
+    tenant: Tenant,
+    external_id: str,
+    patch: ProfilePatch,
+    actor: Any = None,
+    staff: Any = None,
+    source: str = Source.API,
+) -> EndUser:
+    """Apply a profile patch as one unit: all of it lands or none of it (creates the user).
+
+    Free text (display name, answer style, extras, preference and fact values) is redacted
+    before anything is written; a value that held nothing but sensitive data refuses the
+    patch (`Invalid` naming e.g. `preferences.0.value`). The API passes its key as `actor`;
+    the admin passes the staff user as `staff` (and `source` admin): one audit event either way.
+    """
+    redactor = redactor_for(tenant)
+    patch = redacted_patch(patch, redactor=redactor)
+    project_keys = {item["project"] for item in [*patch.roles, *patch.facts] if item.get("project")}
+    projects = _projects_by_key(tenant=tenant, keys=project_keys)
+    end_user = end_user_get_or_create(tenant=tenant, external_id=external_id)
+    EndUser.objects.select_for_update().filter(pk=end_user.pk).get()
+
+    if patch.profile:
+        profile, _ = UserProfile.objects.get_or_create(end_user=end_user)
+        for name in PROFILE_FIELDS:
+            if name in patch.profile:
+                setattr(profile, name, patch.profile[name])
+        profile.full_clean()
+        profile.save()
+
+    for item in patch.preferences:
+        preference_set(
+            end_user=end_user,
+            key=item["key"],
+            value=item["value"],
+            confidence=item.get("confidence", 1.0),
+            source=source,
+            source_ids=item.get("source_ids", ()),
+            redactor=redactor,
+        )
+
+    for item in patch.roles:
+        project = projects[item["project"]]
+        if item.get("role") is None:
+            UserProjectRole.objects.filter(end_user=end_user, project=project).delete()
+            continue
+        UserProjectRole.objects.update_or_create(
+            end_user=end_user,
+            project=project,
+            defaults={
+                "tenant": tenant,
+                "role": item["role"],
+                "permission_scope": item.get("permission_scope", UserProjectRole.Scope.READ_ONLY),
+            },
+        )
+
+    for item in patch.facts:
+        fact_set(
+            tenant=tenant,
+            key=item["key"],
+            value=item["value"],
+            end_user=end_user,
+            project=projects[item["project"]] if item.get("project") else None,
+            source=source,
+            source_ids=item.get("source_ids", ()),
+            redactor=redactor,
+        )
+    EndUser.objects.filter(pk=end_user.pk).update(updated_at=timezone.now())
+    _audit_profile_change(tenant, end_user, patch, actor, staff)
+    return end_user
+
+
+@dataclass(frozen=True)
+class PatchResult:
+    """A profile patch applied: its end user (none when nothing of it was written) and the
+    values held for review because they read as an instruction to the model."""
+
+    end_user: EndUser | None
+    quarantined: list[dict[str, str]]
+
+
+@transaction.atomic
+def profile_patch_apply(
+    *, tenant: Tenant, external_id: str, patch: ProfilePatch, actor: Any = None
+) -> PatchResult:
+    """`profile_update` for a patch from outside: a free-text value (display name, answer
+    style, extras, a preference's or fact's value) that reads as an instruction to the model
+    is held for review and left out; the rest lands as one unit. A patch that is all held
+    writes nothing (not even the end user)."""
+    redacted = redacted_patch(patch, redactor=redactor_for(tenant))
+    screen = screen_for(tenant)
+    quarantined: list[dict[str, str]] = []
+
+    def held(name: str, value: Any, part: dict[str, Any]) -> bool:
+        finding = screen.value(value, path=name)
+        if finding is None:
+            return False
+        held_id = hold(
+            tenant=tenant,
+            path=WritePath.PROFILE,
+            finding=finding,
+            text=value if isinstance(value, str) else repr(value),
+            payload={"user_id": external_id, "patch": part},
+            source_kind="profile",
+            user_id=external_id,
+        )
+        quarantined.append(held_view(quarantine_id=held_id, finding=finding))
+        return True
+
+    profile = {
+        name: value
+        for name, value in redacted.profile.items()
+        if name not in REDACTED_PROFILE_FIELDS
+        or not held(f"profile.{name}", value, {"profile": {name: value}})
+    }
+    preferences = [
+        item
+        for index, item in enumerate(redacted.preferences)
+        if not held(f"preferences.{index}.value", item.get("value"), {"preferences": [item]})
+    ]
+    facts = [
+        item
+        for index, item in enumerate(redacted.facts)
+        if not held(f"facts.{index}.value", item.get("value"), {"facts": [item]})
+    ]
+    kept = ProfilePatch(profile=profile, preferences=preferences, roles=redacted.roles, facts=facts)
+    if quarantined and not any((kept.profile, kept.preferences, kept.roles, kept.facts)):
+        return PatchResult(end_user=None, quarantined=quarantined)
+    end_user = profile_update(tenant=tenant, external_id=external_id, patch=kept, actor=actor)
+    return PatchResult(end_user=end_user, quarantined=quarantined)
+
+
+def redacted_patch(patch: ProfilePatch, *, redactor: Redactor) -> ProfilePatch:
+    """The patch with its free text redacted; `Invalid` naming every value that held nothing
+    but sensitive content."""
+    report = Report()
+    profile = {
+        name: redactor.value(value, path=f"profile.{name}", report=report)
+        if name in REDACTED_PROFILE_FIELDS
+        else value
+        for name, value in patch.profile.items()
+    }
+
+    def items(part: str, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            {
+                **row,
+                "value": redactor.value(
+                    row["value"], path=f"{part}.{i}.value", report=report, context=row["key"]
+                ),
+            }
+            if "value" in row
+            else row
+            for i, row in enumerate(rows)
+        ]
+
+    redacted = ProfilePatch(
+        profile=profile,
+        preferences=items("preferences", patch.preferences),
+        roles=patch.roles,
+        facts=items("facts", patch.facts),
+    )
+    refuse_emptied(report)
+    return redacted
+
+
+def _audit_profile_change(
+    tenant: Tenant, end_user: EndUser, patch: ProfilePatch, actor: Any, staff: Any
+) -> None:
+    if actor is None:
+        actor = Actor.staff(staff) if staff is not None else Actor.job("profile")
+    audit_record(
+        tenant=tenant,
+        action=Action.UPDATE,
+        actor=actor,
+        object_type="profile",
+        object_id=f"end_user:{end_user.pk}",  # not the tenant's id: audit outlives erasure
+        after=asdict(patch),
+        end_user_pk=end_user.pk,
+        details={
+            "parts": [name for name, value in asdict(patch).items() if value],
+            "keys": sorted(
+                item["key"] for item in [*patch.preferences, *patch.facts] if "key" in item
+            ),
+        },
+    )
+
+
+def _projects_by_key(*, tenant: Tenant, keys: set[str]) -> dict[str, Project]:
+    found = {p.key: p for p in Project.objects.filter(tenant=tenant, key__in=keys)}
+    missing = sorted(keys - found.keys())
+    if missing:
+        raise Invalid(
+            "Unknown project(s).",
+            fields={"project": [f"No project {key!r} in this tenant." for key in missing]},
+        )
+    return found
