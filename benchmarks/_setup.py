@@ -13,10 +13,18 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 
 
-def django_setup(*, migrate: bool = False, **environ: str) -> None:
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test"
+
+
+def django_setup(*, migrate: bool = False, database: str = "", **environ: str) -> None:
     """Configure Django from the project settings; `environ` overrides variables first.
 
-    With `migrate`, bring the configured database's schema up to date (as run.sh does).
+    Unless DATABASE_URL is given (in `environ` or the environment), the benchmark works in a
+    database of its own on the configured server, `bench_<script>`, created and migrated on
+    first use and inherited by the service processes it starts: workers of two benchmarks
+    sharing one database would drain each other's outboxes into their own indexes (`database`
+    names another script's, for a script that reads what that one kept). With `migrate`, bring
+    the database's schema up to date (as run.sh does).
     """
     sys.path.insert(0, str(ROOT))
     secret_file = ROOT / "var" / "secret_key"
@@ -25,6 +33,9 @@ def django_setup(*, migrate: bool = False, **environ: str) -> None:
             secret_file.read_text().strip() if secret_file.exists() else "benchmark-only"
         )
     os.environ.update(environ)
+    if "DATABASE_URL" not in os.environ:
+        os.environ["DATABASE_URL"], created = own_database(database or Path(sys.argv[0]).stem)
+        migrate = migrate or created
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings")
     import django
 
@@ -33,6 +44,19 @@ def django_setup(*, migrate: bool = False, **environ: str) -> None:
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
+
+
+def own_database(script: str) -> tuple[str, bool]:
+    """The URL of `bench_<script>` on the default database server, and whether it was created."""
+    import psycopg
+
+    name = "bench_" + re.sub(r"[^a-z0-9_]", "_", script.lower())
+    server = DEFAULT_DATABASE_URL.rsplit("/", 1)[0]
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+        exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if not exists:
+            admin.execute(f'CREATE DATABASE "{name}"')
+    return f"{server}/{name}", not exists
 
 
 def locomo_turns() -> list[dict[str, str]]:

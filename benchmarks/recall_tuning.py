@@ -271,7 +271,7 @@ def main() -> None:
         "--diversity", action="store_true", help="session diversity factors, cross-validated"
     )
     args = parser.parse_args()
-    django_setup(**settings_env(os.environ["BENCH_E2E_RUN"]))
+    django_setup(database="locomo_e2e", **settings_env(os.environ["BENCH_E2E_RUN"]))
     if args.cache and os.path.exists(args.cache):
         with open(args.cache) as cached:
             rows = json.load(cached)

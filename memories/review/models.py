@@ -18,8 +18,8 @@ class PromotionRequest(ReviewedRequest):
     """
 
     class Path(models.TextChoices):
-        POSTGRES = "postgres", "A: structured fact in PostgreSQL"
-        LTM = "ltm", "B: long-term card"
+        POSTGRES = "postgres", "profile fact (PostgreSQL)"
+        LTM = "ltm", "long-term card"
 
     class Origin(models.TextChoices):
         SCAN = "scan", "Promotion scan"

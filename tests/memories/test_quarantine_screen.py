@@ -27,9 +27,11 @@ def test_the_labelled_set_is_large_varied_and_split() -> None:
     counts = Counter((row["label"], row["lang"]) for row in ROWS)
     assert counts["hostile", "en"] >= 75 and counts["hostile", "zh"] >= 75
     assert counts["benign", "en"] >= 75 and counts["benign", "zh"] >= 75
-    assert {row["part"] for row in ROWS} == {"tune", "held_out"}
+    # `fresh`: written after the screen and measured once by benchmarks/poisoning.py, never
+    # tuned on; a later change moves it to `tune` once a newer fresh part is written
+    assert {row["part"] for row in ROWS} == {"tune", "held_out", "fresh"}
     assert len({row["text"] for row in ROWS}) == len(ROWS)  # no text twice
-    held_out = [row for row in ROWS if row["part"] == "held_out"]
+    held_out = [row for row in ROWS if row["part"] != "tune"]
     assert 0.3 <= len(held_out) / len(ROWS) <= 0.5
 
 
