@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memories.management.drift import drift_verdict, drift_write
 from memoryproject.errors import StoreUnavailable
-from memoryproject.stores import registered
+from memoryproject.stores import registered, store_named
 
 
 class Command(BaseCommand):
@@ -12,11 +12,18 @@ class Command(BaseCommand):
     help += "of record does not, or lacks: the cards' and history's indexes today."
 
     def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--store", action="append", help="only this registered store (repeatable)"
+        )
         parser.add_argument("--repair", action="store_true", help="index or remove what differs")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            stores = [store_named(n) for n in options["store"]] if options["store"] else None
+        except LookupError as exc:
+            raise CommandError(str(exc)) from exc
         clean = True
-        for store in registered():
+        for store in stores or registered():
             if store.drift is None:
                 continue
             try:
