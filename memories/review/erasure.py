@@ -1,9 +1,11 @@
 """The erasure job: remove an approved deletion's data from every store, verify, and receipt it.
 
-Steps run in a fixed order and each records its result on the request before the next starts,
+Steps run in a fixed order (every registered store's, `memoryproject.stores`, then the
+PostgreSQL rows of record) and each records its result on the request before the next starts,
 so a run stopped by a store outage resumes at the step that failed. Every step is safe to
-repeat. The request is done only when verification finds nothing by id, by content hash or
-by a nearest-neighbour probe of the erased vectors; a failed verification runs the steps again.
+repeat. The request is done only when verification (here for PostgreSQL, by each store's own
+`verify` for the rest) finds nothing by id, by content hash or by a nearest-neighbour probe of
+the erased vectors; a failed verification runs the steps again.
 """
 
 from __future__ import annotations
