@@ -11,6 +11,7 @@ class MemoriesConfig(AppConfig):
         from memories.jobs import beat_schedule
         from memories.policies.selectors import injection_screen, redaction_patterns
         from memories.quarantine.services import quarantine_record
+        from memories.stores import stores_register
         from memories.write.extraction import extraction_on_append
         from memoryproject.celery import app as celery_app
         from memoryproject.quarantine import register_hold_recorder, register_screen_source
@@ -32,5 +33,7 @@ class MemoriesConfig(AppConfig):
             # failure is logged and left to the extraction catch-up beat job)
             after_commit=[extraction_on_append],
         )
+        # Every store the jobs visit (erasure, purge, set-up, readiness, drift), in order.
+        stores_register()
         # Every beat job is one Job of memories/jobs.py; beat reads its schedule from there.
         celery_app.conf.beat_schedule = beat_schedule()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -274,6 +274,22 @@ def session_erase(*, session: Session, request_id: str) -> dict[str, int]:
         Session.objects.filter(pk=session.pk, erased_at__isnull=True).update(
             erased_at=timezone.now(), task_id=""
         )
+    return counts
+
+
+def sessions_erase(
+    *, sessions: Iterable[Session], request_id: str, erased: list[int]
+) -> dict[str, int]:
+    """Erase each session (`session_erase`) and add its pk to `erased` (the erasure's record of
+    the sessions it erased); returns the counts summed over them."""
+    counts = {"sessions": 0, "segments": 0, "events": 0}
+    for session in sessions:
+        done = session_erase(session=session, request_id=request_id)
+        counts["sessions"] += 1
+        counts["segments"] += done["segments"]
+        counts["events"] += done["events"]
+        if session.pk not in erased:
+            erased.append(session.pk)
     return counts
 
 

@@ -1,8 +1,11 @@
-"""Liveness and readiness: is each store the service needs answering, and how fast; can
-transcript storage take a write; are a worker and beat alive; how far history indexing lags.
+"""Liveness and readiness: are PostgreSQL and the broker answering, and every registered
+store's checks (`memoryproject.stores`: Redis, Elasticsearch, both Milvus collections,
+transcript storage taking a write, how far history indexing lags), and how fast; are a worker
+and beat alive.
 
 A check that fails is `ok: false`; one marked `required: false` (the worker and beat with
-READYZ_REQUIRE_WORKERS off) is then reported under `warnings` instead of failing readiness.
+READYZ_REQUIRE_WORKERS off) is then reported under `warnings` instead of failing readiness,
+as is a store's check that says its result needs attention (`ReadyCheck.warns`).
 """
 
 from __future__ import annotations
@@ -11,18 +14,15 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
+from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, connections
 
-from memories.history.vectors import history_vector_index
-from memories.ltm.search import card_search_index
-from memories.ltm.vectors import vector_index
 from memoryproject.celery import app as celery_app
 from memoryproject.heartbeats import heartbeat_read
-from memoryproject.redis_client import redis_connection
-from transcripts.storage import storage_probe
+from memoryproject.stores import ReadyCheck, ready_checks
 
 CHECK_TIMEOUT_SECONDS = 3.0
 
@@ -53,10 +53,6 @@ def _postgres() -> None:
         connections.close_all()  # this runs in a worker thread: do not leak its connection
 
 
-def _redis() -> None:
-    redis_connection().ping()
-
-
 def _broker() -> None:
     with celery_app.connection_for_write() as conn:
         conn.ensure_connection(max_retries=1, timeout=CHECK_TIMEOUT_SECONDS)
@@ -79,12 +75,9 @@ def _heartbeat(role: str) -> Callable[[], None]:
     return check
 
 
+# Checks of what is no store of a layer: the database of record, the broker, the processes.
 CHECKS: dict[str, Callable[[], None]] = {
     "postgres": _postgres,
-    "redis": _redis,
-    "elasticsearch": lambda: card_search_index().ping(),
-    "milvus": lambda: vector_index().ready(),  # answering, and the card collection loaded
-    "milvus_history": lambda: history_vector_index().ready(),  # the history collection loaded
     "broker": _broker,
     "worker": _heartbeat("worker"),
     "beat": _heartbeat("beat"),
@@ -93,48 +86,44 @@ CHECKS: dict[str, Callable[[], None]] = {
 WORKER_CHECKS = ("worker", "beat")
 
 
-def _timed(check: Callable[[], None]) -> dict[str, Any]:
+def _timed(check: Callable[[], dict[str, Any] | None]) -> dict[str, Any]:
+    """`ok`, what the check reported and its latency; its error when it raised."""
     started = time.perf_counter()
+    result: dict[str, Any] = {"ok": True}
     error = None
     try:
-        check()
+        result.update(check() or {})
     except Exception as exc:  # any failure means "not ready"; the message says which
-        error = f"{type(exc).__name__}: {exc}"[:300]
-    result: dict[str, Any] = {
-        "ok": error is None,
-        "latency_ms": round((time.perf_counter() - started) * 1000, 2),
-    }
+        result, error = {"ok": False}, f"{type(exc).__name__}: {exc}"[:300]
+    result["latency_ms"] = round((time.perf_counter() - started) * 1000, 2)
     if error:
         result["error"] = error
     return result
 
 
-def _history_index() -> dict[str, Any]:
-    """How far history indexing lags (reported, not a failure: a slow worker must not take the
-    web servers out of service); fails only when the lag cannot be read."""
-    from memories.history.services import history_lag
-
-    started = time.perf_counter()
-    try:
-        detail: dict[str, Any] = {"ok": True, **history_lag()}
-    except Exception as exc:  # PostgreSQL is down: its own check says so too
-        detail = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
-    finally:
-        connections.close_all()
-    detail["latency_ms"] = round((time.perf_counter() - started) * 1000, 2)
-    return detail
+def _store_check(name: str, ready: ReadyCheck) -> Callable[[], dict[str, Any]]:
+    if ready.reused:
+        return partial(_cached, name, partial(_timed, ready.check))
+    return partial(_timed, ready.check)
 
 
-def _transcript_storage() -> dict[str, Any]:
-    return _cached("transcript_storage", lambda: _timed(storage_probe))
+def _all_checks() -> dict[str, Callable[[], dict[str, Any]]]:
+    """PostgreSQL, the stores' checks in registry order, the broker and the processes, then
+    the stores' checks whose results are reused."""
+    base = {name: partial(_timed, check) for name, check in CHECKS.items()}
+    stores = list(ready_checks())
+    checks: dict[str, Callable[[], dict[str, Any]]] = {"postgres": base.pop("postgres")}
+    checks |= {name: _store_check(name, ready) for name, ready in stores if not ready.reused}
+    checks |= base
+    checks |= {name: _store_check(name, ready) for name, ready in stores if ready.reused}
+    return checks
 
 
 def readiness() -> dict[str, dict[str, Any]]:
     """Run every check concurrently; a check that takes too long counts as failed."""
-    pool = ThreadPoolExecutor(max_workers=len(CHECKS) + 2, thread_name_prefix="readyz")
-    futures = {name: pool.submit(_timed, check) for name, check in CHECKS.items()}
-    futures["transcript_storage"] = pool.submit(_transcript_storage)
-    futures["history_index"] = pool.submit(_cached, "history_index", _history_index)
+    checks_to_run = _all_checks()
+    pool = ThreadPoolExecutor(max_workers=len(checks_to_run), thread_name_prefix="readyz")
+    futures = {name: pool.submit(run) for name, run in checks_to_run.items()}
     wait(futures.values(), timeout=CHECK_TIMEOUT_SECONDS + 1)
     pool.shutdown(wait=False, cancel_futures=True)
     checks = {
@@ -151,13 +140,13 @@ def readiness() -> dict[str, dict[str, Any]]:
 
 def readiness_warnings(checks: dict[str, dict[str, Any]]) -> list[str]:
     """Checks that need attention without failing readiness: a check not required that fails,
-    and history indexing behind its bound or with sessions no outbox row covers."""
+    and a store's check whose result says so (history indexing behind its bound or with
+    sessions no outbox row covers)."""
     warnings = sorted(
         name for name, c in checks.items() if not c["ok"] and c.get("required", True) is False
     )
-    history = checks.get("history_index", {})
-    if history.get("ok") and (
-        not history.get("within_bound", True) or history.get("unqueued_sessions", 0)
-    ):
-        warnings.append("history_index")
+    for name, ready in ready_checks():
+        result = checks.get(name, {})
+        if ready.warns is not None and result.get("ok") and ready.warns(result):
+            warnings.append(name)
     return warnings

@@ -1,6 +1,7 @@
 """Elasticsearch side of episodic history: one index of history entries behind an alias.
 
-Only this module imports `elasticsearch` in the history package. A separate index from the
+Built on `memoryproject.elasticsearch.ElasticsearchIndex`; only this module imports
+`elasticsearch` in the history package. A separate index from the
 cards: history entries are what was said, not reviewed knowledge. The mapping is an
 `elasticsearch.dsl` Document and every query a `Search`/`Q` object. Calls stay within the
 portable core of the API (bulk, bool/match/term/terms/range, delete_by_query, search_after).
@@ -10,17 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
-from elasticsearch import ApiError, Elasticsearch, TransportError, helpers
-from elasticsearch.dsl import Date, Document, Index, Keyword, Long, MetaField, Q, Search, Text
+from elasticsearch import Elasticsearch
+from elasticsearch.dsl import Date, Document, Index, Keyword, Long, MetaField, Q, Text
 from elasticsearch.dsl.query import Query
 from elasticsearch.dsl.response import Hit
 
 from memories.history.documents import HistoryDocument, HistoryMatch, HistoryScope
-from memoryproject.elasticsearch import elasticsearch_client
-from memoryproject.errors import StoreUnavailable
+from memoryproject.elasticsearch import ElasticsearchIndex, elasticsearch_client, owner_filters
 
 INDEX_VERSION = 1
 STORED_FIELDS = [
@@ -69,52 +69,64 @@ def history_index_definition(name: str) -> Index:
     return index
 
 
-def _unavailable(exc: Exception) -> StoreUnavailable:
-    return StoreUnavailable(f"Elasticsearch (history): {exc}")
+class HistorySearchIndex(Protocol):
+    def ensure(self) -> list[str]: ...
+    def ping(self) -> None: ...
+    def drop(self) -> None: ...
+    def upsert(self, *, documents: Sequence[HistoryDocument]) -> None: ...
+    def remove_ids(self, *, ids: Sequence[str]) -> int: ...
+    def remove_user(self, *, tenant_id: str, user_id: str) -> int: ...
+    def remove_tenant(
+        self, *, tenant_id: str, keep_sessions: Sequence[int] | None = None
+    ) -> int: ...
+    def search(
+        self,
+        *,
+        text: str,
+        scope: HistoryScope,
+        limit: int,
+        context_weight: float = 0.6,
+        timeout: float | None = None,
+    ) -> list[HistoryMatch]: ...
+    def ids_where(
+        self,
+        *,
+        tenant_id: str,
+        ids: Sequence[str] | None = None,
+        user_id: str = "",
+        limit: int = 10000,
+    ) -> list[str]: ...
+    def count_where(self, *, tenant_id: str, user_id: str = "") -> int: ...
+    def entries_of(self, *, tenant_id: str, user_id: str) -> Iterator[dict[str, Any]]: ...
+    def session_ids(self, *, tenant_id: str, session_pk: int) -> list[str]: ...
+    def stored(self, *, tenant_id: str | None = None) -> Iterator[tuple[str, int]]: ...
+    def texts(self, *, tenant_id: str) -> Iterator[tuple[str, int, str, str]]: ...
 
 
-class ElasticsearchHistoryIndex:
+class ElasticsearchHistoryIndex(ElasticsearchIndex):
     """History entries in Elasticsearch: alias `<prefix>-history`, index `<prefix>-history-vN`."""
 
+    label = "Elasticsearch (history)"
+    id_field = "entry_id"
+
     def __init__(self, client: Elasticsearch, prefix: str) -> None:
-        self._client = client
-        self.alias = f"{prefix}-history"
+        super().__init__(client, f"{prefix}-history")
         self.index = f"{prefix}-history-v{INDEX_VERSION}"
 
-    def ensure(self) -> list[str]:
+    def _ensure(self) -> list[str]:
         """Create the versioned index and its alias where missing."""
         done = []
-        try:
-            if not self._client.indices.exists(index=self.index):
-                history_index_definition(self.index).create(using=self._client)
-                done.append(f"index {self.index}")
-            if not self._client.indices.exists_alias(name=self.alias):
-                self._client.indices.put_alias(index=self.index, name=self.alias)
-                done.append(f"alias {self.alias} -> {self.index}")
-        except (ApiError, TransportError) as exc:
-            raise _unavailable(exc) from exc
+        if not self._client.indices.exists(index=self.index):
+            history_index_definition(self.index).create(using=self._client)
+            done.append(f"index {self.index}")
+        if not self._client.indices.exists_alias(name=self.alias):
+            self._client.indices.put_alias(index=self.index, name=self.alias)
+            done.append(f"alias {self.alias} -> {self.index}")
         return done
 
-    def ping(self) -> None:
-        try:
-            self._client.info()
-        except (ApiError, TransportError) as exc:
-            raise _unavailable(exc) from exc
-
-    def drop(self) -> None:
-        """Remove the index and its alias (test clean-up and full rebuilds)."""
-        try:
-            if self._client.indices.exists(index=self.index):
-                self._client.indices.delete(index=self.index)
-        except (ApiError, TransportError) as exc:
-            raise _unavailable(exc) from exc
-
-    def _with_timeout(self, timeout: float | None) -> Elasticsearch:
-        return self._client.options(request_timeout=timeout) if timeout else self._client
-
-    def _entries(self, timeout: float | None = None) -> Search:
-        """A search of the alias, sent through the timed client (with its own timeout)."""
-        return Search(using=self._with_timeout(timeout), index=self.alias)
+    def _versioned_indexes(self) -> list[str]:
+        # Deleting the index removes its alias with it.
+        return [self.index] if self._client.indices.exists(index=self.index) else []
 
     # --- writes ------------------------------------------------------------------------------
     def upsert(self, *, documents: Sequence[HistoryDocument]) -> None:
@@ -133,35 +145,7 @@ class ElasticsearchHistoryIndex:
             }
             for doc in documents
         ]
-        if not actions:
-            return
-        try:
-            _, errors = helpers.bulk(
-                self._client, actions, refresh=True, raise_on_error=False, stats_only=False
-            )
-        except (ApiError, TransportError) as exc:
-            raise _unavailable(exc) from exc
-        failures: list[Any] = list(errors) if isinstance(errors, list) else []
-        if failures:
-            raise StoreUnavailable(
-                f"Elasticsearch refused {len(failures)} history writes: {failures[0]}"
-            )
-
-    def _delete_where(self, query: Query) -> int:
-        search = self._entries().query(query).params(refresh=True, conflicts="proceed")
-        try:
-            response = search.delete()
-        except (ApiError, TransportError) as exc:
-            raise _unavailable(exc) from exc
-        return int(response.to_dict().get("deleted", 0))
-
-    def remove_ids(self, *, ids: Sequence[str]) -> int:
-        """Delete entries by id; returns how many were deleted."""
-        return self._delete_where(Q("terms", entry_id=list(ids))) if ids else 0
-
-    def remove_user(self, *, tenant_id: str, user_id: str) -> int:
-        """Delete every entry of one end user; returns how many were deleted."""
-        return self._delete_where(Q("bool", filter=_owner(tenant_id, user_id)))
+        self._bulk(actions, what="history ")
 
     def remove_tenant(self, *, tenant_id: str, keep_sessions: Sequence[int] | None = None) -> int:
         """Delete the tenant's entries (all, or those of sessions not in `keep_sessions`)."""
@@ -185,7 +169,7 @@ class ElasticsearchHistoryIndex:
         if context_weight > 0:
             should.append(Q("match", bm25_context={"query": text, "boost": float(context_weight)}))
         search = (
-            self._entries(timeout)
+            self._alias_search(timeout)
             .query(
                 Q(
                     "bool",
@@ -198,10 +182,7 @@ class ElasticsearchHistoryIndex:
             .extra(size=limit)
             .source(includes=STORED_FIELDS)
         )
-        try:
-            response = search.execute()
-        except (ApiError, TransportError) as exc:
-            raise _unavailable(exc) from exc
+        response = self._call(search.execute)
         return [
             HistoryMatch(hit.meta.id, float(hit.meta.score or 0.0), hit.to_dict())
             for hit in response
@@ -209,16 +190,13 @@ class ElasticsearchHistoryIndex:
 
     def _ids(self, query: Query, limit: int) -> list[str]:
         search = (
-            self._entries()
+            self._alias_search()
             .query(query)
             .extra(size=limit)
             .source(False)
             .sort({"entry_id": {"order": "asc"}})
         )
-        try:
-            response = search.execute()
-        except (ApiError, TransportError) as exc:
-            raise _unavailable(exc) from exc
+        response = self._call(search.execute)
         return [hit.meta.id for hit in response]
 
     def ids_where(
@@ -243,15 +221,12 @@ class ElasticsearchHistoryIndex:
         return self._ids(Q("bool", filter=filters), limit)
 
     def count_where(self, *, tenant_id: str, user_id: str = "") -> int:
-        filters = _owner(tenant_id, user_id) if user_id else [Q("term", tenant_id=tenant_id)]
-        try:
-            return self._entries().query(Q("bool", filter=filters)).count()
-        except (ApiError, TransportError) as exc:
-            raise _unavailable(exc) from exc
+        filters = owner_filters(tenant_id, user_id) if user_id else [Q("term", tenant_id=tenant_id)]
+        return self._call(self._alias_search().query(Q("bool", filter=filters)).count)
 
     def entries_of(self, *, tenant_id: str, user_id: str) -> Iterator[dict[str, Any]]:
         """Every stored entry of one end user (its fields), in entry_id order."""
-        for hit in self._scan(Q("bool", filter=_owner(tenant_id, user_id)), STORED_FIELDS):
+        for hit in self._scan(Q("bool", filter=owner_filters(tenant_id, user_id)), STORED_FIELDS):
             yield hit.to_dict()
 
     def session_ids(self, *, tenant_id: str, session_pk: int) -> list[str]:
@@ -279,29 +254,22 @@ class ElasticsearchHistoryIndex:
 
     def _scan(self, query: Query, fields: list[str]) -> Iterator[Hit]:
         page = (
-            self._entries()
+            self._alias_search()
             .query(query)
             .sort({"entry_id": {"order": "asc"}})
             .source(includes=fields)
             .extra(size=1000)
         )
         while True:
-            try:
-                response = page.execute()
-            except (ApiError, TransportError) as exc:
-                raise _unavailable(exc) from exc
+            response = self._call(page.execute)
             yield from response
             if len(response.hits) < 1000:
                 return
             page = page.search_after()
 
 
-def _owner(tenant_id: str, user_id: str) -> list[Query]:
-    return [Q("term", tenant_id=tenant_id), Q("term", user_id=user_id)]
-
-
 def _filters(scope: HistoryScope) -> list[Query]:
-    filters = _owner(scope.tenant_id, scope.user_id)
+    filters = owner_filters(scope.tenant_id, scope.user_id)
     window: dict[str, str] = {}
     if scope.since is not None:
         window["gte"] = scope.since.isoformat()

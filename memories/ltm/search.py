@@ -1,6 +1,7 @@
 """Elasticsearch side of long-term memory: one index of memory cards behind an alias.
 
-Only this module imports `elasticsearch`. The mapping is an `elasticsearch.dsl` Document and
+Built on `memoryproject.elasticsearch.ElasticsearchIndex`; only this module imports
+`elasticsearch` in the long-term package. The mapping is an `elasticsearch.dsl` Document and
 every query a `Search`/`Q` object. Calls stay within the portable core of the API (templates,
 aliases, bulk, bool/match/term queries) so the same code runs on Elasticsearch 8/9 and on the
 local stand-in.
@@ -14,7 +15,7 @@ from functools import cache
 from typing import Any, Protocol
 
 from django.conf import settings
-from elasticsearch import ApiError, Elasticsearch, TransportError, helpers
+from elasticsearch import Elasticsearch
 from elasticsearch.dsl import (
     Date,
     Document,
@@ -24,16 +25,17 @@ from elasticsearch.dsl import (
     Keyword,
     MetaField,
     Q,
-    Search,
     Text,
 )
 from elasticsearch.dsl.query import Query
 
 from memories.ltm.scope import CardDocument, Hit, Scope
-from memoryproject.elasticsearch import elasticsearch_client
-from memoryproject.errors import StoreUnavailable
+from memoryproject.elasticsearch import ElasticsearchIndex, elasticsearch_client
 
 INDEX_VERSION = 1
+# A bulk write answered 409 (a newer version is stored) or 404 (deleting what is already gone)
+# did what was meant.
+STALE_OR_GONE = (409, 404)
 
 
 class CardMapping(Document):
@@ -102,69 +104,40 @@ class CardSearchIndex(Protocol):
     ) -> dict[str, dict[str, Any]]: ...
 
 
-class ElasticsearchCardIndex:
+class ElasticsearchCardIndex(ElasticsearchIndex):
     """Memory cards in Elasticsearch: template `<prefix>-cards`, index `<prefix>-cards-vN`."""
 
+    id_field = "memory_id"
+    template: str
+
     def __init__(self, client: Elasticsearch, prefix: str) -> None:
-        self._client = client
-        self.alias = f"{prefix}-cards"
+        super().__init__(client, f"{prefix}-cards")
         self.template = f"{prefix}-cards"
         self.first_index = f"{prefix}-cards-v{INDEX_VERSION}-0"
 
-    def ensure(self) -> list[str]:
+    def _ensure(self) -> list[str]:
         """Create the template, the versioned index and its alias where missing."""
         done = []
-        try:
-            card_index_definition(self.alias).as_composable_template(
-                self.template, f"{self.alias}-v*"
-            ).save(using=self._client)
-            done.append(f"index template {self.template}")
-            if not self._client.indices.exists_alias(name=self.alias):
-                if not self._client.indices.exists(index=self.first_index):
-                    self._client.indices.create(index=self.first_index)
-                    done.append(f"index {self.first_index}")
-                self._client.indices.put_alias(index=self.first_index, name=self.alias)
-                done.append(f"alias {self.alias} -> {self.first_index}")
-            else:
-                # Fields added since the index was made (additive, so no reindex is needed).
-                self._client.indices.put_mapping(
-                    index=self.alias, properties=CARD_MAPPING["properties"]
-                )
-        except (ApiError, TransportError) as exc:
-            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        card_index_definition(self.alias).as_composable_template(
+            self.template, f"{self.alias}-v*"
+        ).save(using=self._client)
+        done.append(f"index template {self.template}")
+        if not self._client.indices.exists_alias(name=self.alias):
+            if not self._client.indices.exists(index=self.first_index):
+                self._client.indices.create(index=self.first_index)
+                done.append(f"index {self.first_index}")
+            self._client.indices.put_alias(index=self.first_index, name=self.alias)
+            done.append(f"alias {self.alias} -> {self.first_index}")
+        else:
+            # Fields added since the index was made (additive, so no reindex is needed).
+            self._client.indices.put_mapping(
+                index=self.alias, properties=CARD_MAPPING["properties"]
+            )
         return done
 
-    def ping(self) -> None:
-        try:
-            self._client.info()
-        except (ApiError, TransportError) as exc:
-            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
-
-    def drop(self) -> None:
-        """Remove the index, alias and template (test clean-up and full rebuilds)."""
-        try:
-            # Deleting by wildcard is refused by default (action.destructive_requires_name).
-            for name in self._client.indices.get(index=f"{self.alias}-v*"):
-                self._client.indices.delete(index=name)
-            if self._client.indices.exists_index_template(name=self.template):
-                self._client.indices.delete_index_template(name=self.template)
-        except (ApiError, TransportError) as exc:
-            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
-
-    def _with_timeout(self, timeout: float | None) -> Elasticsearch:
-        return self._client.options(request_timeout=timeout) if timeout else self._client
-
-    def _cards(self, timeout: float | None = None) -> Search:
-        """A search of the alias, sent through the timed client (with its own timeout)."""
-        return Search(using=self._with_timeout(timeout), index=self.alias)
-
-    def _delete_where(self, query: Query) -> int:
-        search = self._cards().query(query).params(refresh=True, conflicts="proceed")
-        try:
-            response = search.delete()
-        except (ApiError, TransportError) as exc:
-            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
-        return int(response.to_dict().get("deleted", 0))
+    def _versioned_indexes(self) -> list[str]:
+        # Deleting by wildcard is refused by default (action.destructive_requires_name).
+        return list(self._client.indices.get(index=f"{self.alias}-v*"))
 
     # --- writes ------------------------------------------------------------------------------
     def upsert(self, *, documents: Sequence[CardDocument], index: str | None = None) -> None:
@@ -181,7 +154,7 @@ class ElasticsearchCardIndex:
             }
             for doc in documents
         ]
-        self._bulk(actions)
+        self._bulk(actions, tolerated=STALE_OR_GONE)
 
     def remove(self, *, versions: dict[str, int]) -> None:
         """Delete cards, unless the index already holds a newer version of one."""
@@ -195,21 +168,7 @@ class ElasticsearchCardIndex:
             }
             for memory_id, version in versions.items()
         ]
-        self._bulk(actions)
-
-    def remove_user(self, *, tenant_id: str, user_id: str) -> int:
-        """Delete every card document of one end user, whatever its version; returns count."""
-        return self._delete_where(
-            Q("bool", filter=[Q("term", tenant_id=tenant_id), Q("term", user_id=user_id)])
-        )
-
-    def remove_tenant(self, *, tenant_id: str) -> int:
-        """Delete every card document of a (deleted) tenant, whatever its version; returns count."""
-        return self._delete_where(Q("bool", filter=[Q("term", tenant_id=tenant_id)]))
-
-    def remove_ids(self, *, ids: Sequence[str]) -> int:
-        """Delete card documents by memory_id, whatever their version; returns how many."""
-        return self._delete_where(Q("terms", memory_id=list(ids))) if ids else 0
+        self._bulk(actions, tolerated=STALE_OR_GONE)
 
     def ids_where(
         self, *, tenant_id: str, ids: Sequence[str] | None = None, user_id: str = ""
@@ -225,11 +184,10 @@ class ElasticsearchCardIndex:
             filters.append(Q("terms", memory_id=list(ids)))
         if user_id:
             filters.append(Q("term", user_id=user_id))
-        search = self._cards().query(Q("bool", filter=filters)).extra(size=10000).source(False)
-        try:
-            response = search.execute()
-        except (ApiError, TransportError) as exc:
-            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        search = (
+            self._alias_search().query(Q("bool", filter=filters)).extra(size=10000).source(False)
+        )
+        response = self._call(search.execute)
         return [hit.meta.id for hit in response]
 
     def matching_texts(
@@ -240,35 +198,13 @@ class ElasticsearchCardIndex:
             "bool", must=[Q("match", bm25_text=text)], filter=[Q("term", tenant_id=tenant_id)]
         )
         search = (
-            self._cards()
+            self._alias_search()
             .query(query)
             .extra(size=limit)
             .source(includes=["title", "summary", "content", "user_id"])
         )
-        try:
-            response = search.execute()
-        except (ApiError, TransportError) as exc:
-            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        response = self._call(search.execute)
         return {hit.meta.id: hit.to_dict() for hit in response}
-
-    def _bulk(self, actions: list[dict[str, Any]]) -> None:
-        if not actions:
-            return
-        try:
-            _, errors = helpers.bulk(
-                self._client, actions, refresh=True, raise_on_error=False, stats_only=False
-            )
-        except (ApiError, TransportError) as exc:
-            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
-        failures = [
-            error
-            for error in errors  # type: ignore[union-attr]
-            for result in error.values()
-            # 409: a newer version is stored; 404: deleting what is already gone
-            if result.get("status") not in (409, 404)
-        ]
-        if failures:
-            raise StoreUnavailable(f"Elasticsearch refused {len(failures)} writes: {failures[0]}")
 
     # --- reads ---------------------------------------------------------------------------------
     def search(
@@ -278,15 +214,12 @@ class ElasticsearchCardIndex:
         if not text.strip():
             return []
         search = (
-            self._cards(timeout)
+            self._alias_search(timeout)
             .query(Q("bool", must=[Q("match", bm25_text=text)], filter=_filters(scope)))
             .extra(size=limit)
             .source(False)
         )
-        try:
-            response = search.execute()
-        except (ApiError, TransportError) as exc:
-            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        response = self._call(search.execute)
         return [Hit(hit.meta.id, float(hit.meta.score or 0.0)) for hit in response]
 
     def get_many(
@@ -295,26 +228,22 @@ class ElasticsearchCardIndex:
         """Stored documents by memory_id (missing ids are left out)."""
         if not ids:
             return {}
-        try:
-            response = self._with_timeout(timeout).mget(index=self.alias, ids=list(ids))
-        except (ApiError, TransportError) as exc:
-            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        response = self._call(
+            lambda: self._with_timeout(timeout).mget(index=self.alias, ids=list(ids))
+        )
         return {d["_id"]: d["_source"] for d in response["docs"] if d.get("found")}
 
     def versions(self) -> Iterator[tuple[str, int]]:
         """(memory_id, version) of every stored card, in memory_id order."""
         page = (
-            self._cards()
+            self._alias_search()
             .query(Q("match_all"))
             .sort({"memory_id": {"order": "asc"}})
             .source(includes=["version"])
             .extra(size=1000)
         )
         while True:
-            try:
-                response = page.execute()
-            except (ApiError, TransportError) as exc:
-                raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+            response = self._call(page.execute)
             for hit in response:
                 yield hit.meta.id, int(hit.version)
             if len(response.hits) < 1000:
@@ -325,30 +254,27 @@ class ElasticsearchCardIndex:
     def new_index(self) -> str:
         """Create an empty versioned index (not yet behind the alias) for a rebuild."""
         name = f"{self.alias}-v{INDEX_VERSION}-{int(time.time() * 1000)}"
-        try:
-            self._client.indices.create(index=name)
-        except (ApiError, TransportError) as exc:
-            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        self._call(lambda: self._client.indices.create(index=name))
         return name
 
     def switch_alias(self, *, to: str) -> list[str]:
         """Point the alias at `to` in one atomic step and delete the indexes it left."""
-        try:
-            current = (
-                list(self._client.indices.get_alias(name=self.alias))
-                if (self._client.indices.exists_alias(name=self.alias))
-                else []
-            )
-            actions: list[dict[str, Any]] = [
-                {"remove": {"index": name, "alias": self.alias}} for name in current
-            ]
-            actions.append({"add": {"index": to, "alias": self.alias}})
-            self._client.indices.update_aliases(actions=actions)
-            for name in current:
-                if name != to:
-                    self._client.indices.delete(index=name)
-        except (ApiError, TransportError) as exc:
-            raise StoreUnavailable(f"Elasticsearch: {exc}") from exc
+        return self._call(lambda: self._switch_alias(to))
+
+    def _switch_alias(self, to: str) -> list[str]:
+        current = (
+            list(self._client.indices.get_alias(name=self.alias))
+            if (self._client.indices.exists_alias(name=self.alias))
+            else []
+        )
+        actions: list[dict[str, Any]] = [
+            {"remove": {"index": name, "alias": self.alias}} for name in current
+        ]
+        actions.append({"add": {"index": to, "alias": self.alias}})
+        self._client.indices.update_aliases(actions=actions)
+        for name in current:
+            if name != to:
+                self._client.indices.delete(index=name)
         return current
 
 

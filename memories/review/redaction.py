@@ -22,8 +22,9 @@ from typing import Any
 from django.db import models, transaction
 
 from memories.audit.services import Action, Actor, audit_record
+from memories.history.entries import documents_for_range
 from memories.history.search import history_search_index
-from memories.history.services import documents_for_range, index_documents
+from memories.history.services import index_documents
 from memories.ltm.models import LtmCard, LtmOutbox
 from memories.ltm.services import outbox_drain_enqueue
 from memories.review.models import DeletionRequest, PromotionRequest

@@ -2,14 +2,16 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memories.history.services import history_drift
+from memories.history.rebuild import history_drift
+from memories.management.drift import drift_verdict, drift_write
 from memories.management.options import tenant_option
 from memoryproject.errors import StoreUnavailable
 
 
 class Command(BaseCommand):
     help = "Report (and with --repair fix) history entries that the transcript segments call "
-    help += "for but Elasticsearch or Milvus lack, or that they hold without a live event."
+    help += "for but Elasticsearch or Milvus lack, or that they hold without a live event "
+    help += "(check_drift checks every store)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", help="only this tenant (slug)")
@@ -21,13 +23,5 @@ class Command(BaseCommand):
             report = history_drift(tenant=tenant, repair=options["repair"])
         except StoreUnavailable as exc:
             raise CommandError(str(exc)) from exc
-        for kind in ("missing", "extra"):
-            for index, ids in getattr(report, kind).items():
-                for entry_id in ids:
-                    self.stdout.write(f"{kind:8} {index:14} {entry_id}")
-        if report.clean:
-            self.stdout.write("no drift")
-        elif options["repair"]:
-            self.stdout.write("repaired")
-        else:
-            raise CommandError("drift found; run with --repair to fix it")
+        drift_write(self.stdout, report)
+        drift_verdict(self.stdout, clean=report.clean, repaired=options["repair"])

@@ -2,13 +2,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memories.ltm.services import ltm_drift
+from memories.ltm.rebuild import ltm_drift
+from memories.management.drift import drift_verdict, drift_write
 from memoryproject.errors import StoreUnavailable
 
 
 class Command(BaseCommand):
     help = "Report (and with --repair fix) cards whose ids or versions differ between "
-    help += "PostgreSQL, Elasticsearch and Milvus."
+    help += "PostgreSQL, Elasticsearch and Milvus (check_drift checks every store)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--repair", action="store_true", help="reindex or remove what differs")
@@ -18,13 +19,5 @@ class Command(BaseCommand):
             report = ltm_drift(repair=options["repair"])
         except StoreUnavailable as exc:
             raise CommandError(str(exc)) from exc
-        for kind in ("missing", "stale", "extra"):
-            for index, ids in getattr(report, kind).items():
-                for memory_id in ids:
-                    self.stdout.write(f"{kind:8} {index:14} {memory_id}")
-        if report.clean:
-            self.stdout.write("no drift")
-        elif options["repair"]:
-            self.stdout.write("repaired")
-        else:
-            raise CommandError("drift found; run with --repair to fix it")
+        drift_write(self.stdout, report)
+        drift_verdict(self.stdout, clean=report.clean, repaired=options["repair"])

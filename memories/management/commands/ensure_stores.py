@@ -7,7 +7,8 @@ from memoryproject.errors import StoreUnavailable
 
 
 class Command(BaseCommand):
-    help = "Create Elasticsearch templates and indexes, the Milvus collection, and Redis scripts."
+    help = "Create what every registered store needs: Elasticsearch templates and indexes, "
+    help += "Milvus collections, Redis scripts."
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:

@@ -2,7 +2,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memories.history.services import history_reindex
+from memories.history.rebuild import history_reindex
 from memories.management.options import progress_bar, tenant_option
 from memoryproject.errors import StoreUnavailable
 

@@ -2,7 +2,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memories.ltm.services import ltm_reindex
+from memories.ltm.rebuild import ltm_reindex
 from memories.management.options import progress_bar, tenant_option
 from memoryproject.errors import StoreUnavailable
 

@@ -13,6 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from memories.history import entries as history_entries
+from memories.history import rebuild as history_rebuild
 from memories.history import services as history_services
 from memories.history.documents import HistoryScope
 from memories.history.models import HistoryCursor, HistoryOutbox
@@ -470,7 +472,7 @@ def test_entries_vanish_with_erasure_and_come_back_with_reindex_history(
     assert history_search(tenant=tenant, user_id="u_42", query="locker code").hits == []
 
     # The unerased user's entries are dropped from both stores, then rebuilt from the segments.
-    history_services.history_erase_user(tenant_id=tenant.pk, user_id="u_7")
+    history_rebuild.history_erase_user(tenant_id=tenant.pk, user_id="u_7")
     assert history_search(tenant=tenant, user_id="u_7", query="locker code").hits == []
     out = StringIO()
     call_command("reindex_history", tenant=tenant.slug, stdout=out)
@@ -481,7 +483,7 @@ def test_entries_vanish_with_erasure_and_come_back_with_reindex_history(
     # a second run changes nothing
     call_command("reindex_history", tenant=tenant.slug, stdout=StringIO())
     assert sorted(history_search_index().ids_where(tenant_id=tenant_id)) == sorted(kept_ids)
-    assert history_services.history_drift(tenant=tenant).clean
+    assert history_rebuild.history_drift(tenant=tenant).clean
 
 
 def deletion_request(owner, user: str) -> DeletionRequest:
@@ -491,12 +493,12 @@ def deletion_request(owner, user: str) -> DeletionRequest:
 
 
 def test_drift_is_found_and_repaired(tenant, conversation) -> None:
-    assert history_services.history_drift(tenant=tenant).clean
+    assert history_rebuild.history_drift(tenant=tenant).clean
     session_pk = HistoryCursor.objects.get(session__external_id="s-may").pk
     lost = f"hist_{session_pk}_2"
     history_vector_index().remove_ids(ids=[lost])
     history_vector_index().flush()
-    ghost = history_services.session_documents(
+    ghost = history_entries.session_documents(
         session=Session.objects.get(external_id="s-june", tenant=tenant),
         events=[{"seq": 99, "id": "ghost", "role": "user", "content": "never said"}],
         first_seq=1,
@@ -504,7 +506,7 @@ def test_drift_is_found_and_repaired(tenant, conversation) -> None:
     )
     history_services.index_documents(ghost)
 
-    report = history_services.history_drift(tenant=tenant)
+    report = history_rebuild.history_drift(tenant=tenant)
     assert report.missing == {"elasticsearch": [], "milvus": [lost]}
     assert report.extra == {"elasticsearch": [ghost[0].entry_id], "milvus": [ghost[0].entry_id]}
     with pytest.raises(CommandError):
@@ -512,7 +514,7 @@ def test_drift_is_found_and_repaired(tenant, conversation) -> None:
 
     call_command("check_history_drift", tenant=tenant.slug, repair=True, stdout=StringIO())
 
-    assert history_services.history_drift(tenant=tenant).clean
+    assert history_rebuild.history_drift(tenant=tenant).clean
     assert history_vector_index().ids_where(tenant_id=str(tenant.pk), ids=[lost]) == [lost]
 
 

@@ -10,6 +10,7 @@ from django.core.management.base import CommandError
 from django.db import OperationalError
 from django.urls import reverse
 
+from memories.history import rebuild as history_rebuild
 from memories.history import services as history_services
 from memories.history.models import HistoryCursor, HistoryOutbox
 from memories.history.search import history_search_index
@@ -133,7 +134,7 @@ def test_drift_finds_and_repairs_a_gap_below_the_cursor(
     session = _lose_first_append(owner, django_capture_on_commit_callbacks)
     gap = [f"hist_{session.pk}_1", f"hist_{session.pk}_2"]
 
-    report = history_services.history_drift(tenant=tenant)
+    report = history_rebuild.history_drift(tenant=tenant)
 
     assert report.missing == {"elasticsearch": gap, "milvus": gap}
     with pytest.raises(CommandError):
@@ -141,5 +142,5 @@ def test_drift_finds_and_repairs_a_gap_below_the_cursor(
     out = StringIO()
     call_command("check_history_drift", tenant=tenant.slug, repair=True, stdout=out)
     assert "repaired" in out.getvalue()
-    assert history_services.history_drift(tenant=tenant).clean
+    assert history_rebuild.history_drift(tenant=tenant).clean
     assert history_services.session_gaps(session=session) == []
