@@ -32,7 +32,7 @@ from memoryproject.stores import (
 from memoryproject.stores import (
     TenantPurge as PurgeScope,
 )
-from profiles.services import tenant_delete
+from profiles.services.tenants import tenant_delete
 from tests.factories import EndUserFactory, StaffUserFactory
 
 
