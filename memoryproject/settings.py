@@ -92,6 +92,10 @@ if DATABASE_READ_TIMEOUT_MS and DATABASE_READ_TIMEOUT_MS <= DATABASE_STATEMENT_T
     raise ConfigError(
         "DATABASE_READ_TIMEOUT_MS", "must exceed DATABASE_STATEMENT_TIMEOUT_MS (or be 0)"
     )
+# After a read or connect timeout, the process refuses connections to that server for this long
+# (and fails a reused connection's health check without asking): a frozen PostgreSQL costs a
+# request one timeout, not a read timeout and then a connect timeout (0: off).
+DATABASE_FAIL_FAST_SECONDS = env.integer("DATABASE_FAIL_FAST_MS", 1000, minimum=0) / 1000
 DATABASES["default"]["ENGINE"] = "memoryproject.postgres"
 _pg_options = DATABASES["default"]["OPTIONS"]
 _pg_options.setdefault("read_timeout", DATABASE_READ_TIMEOUT_MS / 1000)
