@@ -378,6 +378,14 @@ class Service:
              "--loglevel", "WARNING"],
         )  # fmt: skip
 
+    def restart_dead_worker(self) -> int | None:
+        """Start the worker again if it exited; its exit code, or None while it runs."""
+        assert self.worker
+        code = self.worker.poll()
+        if code is not None:
+            self.start_worker()
+        return code
+
     def kill_worker(self) -> None:
         assert self.worker
         with contextlib.suppress(ProcessLookupError):
@@ -804,6 +812,11 @@ def run_fault(
     time.sleep(seconds)
     lifted = time.monotonic()
     stores.lift(name)
+    # A worker that exited by itself (not this fault's doing) is started again, as a process
+    # supervisor would; the table says so.
+    died = stores.service.restart_dead_worker()
+    if died is not None:
+        note = "; ".join(filter(None, (note, f"the worker exited ({died}) and was started again")))
     outcome = Outcome(name, started, lifted, note)
     outcome.recovery = readiness.wait_green(lifted, limit=settle_limit)
     time.sleep(2)  # writes as the service comes back
