@@ -1,39 +1,46 @@
 """The fault suite: no acknowledged write is lost whatever the fault, and a store that stops
 answering costs a request one timeout.
 
-The script starts a service of its own: gunicorn, one Celery worker and beat under key, index,
-collection and queue prefixes of their own, with
+The script starts a service of its own: gunicorn (a worker per client thread, and one for the
+/readyz poller), one Celery worker and beat under key, index, collection and queue prefixes of
+their own, with
 
 - a Redis server of its own (cache, short-term memory and broker), with an append-only file
   synced on every write (`--appendfsync always`): short-term memory and the task queue are as
   durable as Redis's own persistence, so a Redis without it loses them when it is killed;
-- a TCP proxy in front of PostgreSQL, which can stop forwarding (a frozen server) or cut every
-  connection and refuse new ones (a killed one);
+- a TCP proxy in front of each shared store, PostgreSQL, the Elasticsearch stand-in
+  (ELASTICSEARCH_URL) and Milvus (MILVUS_URI), for the service only: it can stop forwarding
+  (a frozen server: connections are accepted, nothing answers) or cut every connection and
+  refuse new ones (a killed one). The script's own checks talk to the stores directly;
 - a transcript storage folder of its own: a small tmpfs when it can mount one (filled up to
-  make storage full), else a folder made read-only.
+  make storage full, remounted read-only to make it unwritable), else a folder whose
+  directories are made read-only (for both).
 
-Shorter database bounds than the defaults (statement 2 s, read 3 s) and a 2 s heartbeat make the
-faults show within seconds. The Elasticsearch stand-in and Milvus are shared with others and are
-never touched; nor are the machine's PostgreSQL and Redis (only this script's proxy and server).
+Shorter bounds than the defaults make the faults show within seconds: PostgreSQL statement
+1.5 s, read 2 s, connect 2 s (after a timeout, connections are refused at once for 1 s);
+Elasticsearch requests and Milvus calls 2 s, recall's wait for long-term memory and history
+2 s; a 2 s heartbeat. The shared stores themselves are never stopped or changed (only this
+script's proxies, Redis server, processes and folder).
 
 Under load (client threads appending events, submitting proposals, importing cards and
 recalling, every acknowledged write recorded with its id) each fault runs for a few seconds:
-Redis killed, Redis frozen (SIGSTOP), PostgreSQL frozen (the proxy stops forwarding),
-PostgreSQL killed (the proxy cuts connections), the worker killed (SIGKILL, then started
-again), a gunicorn web worker killed, transcript storage full. After each the fault is lifted,
-the script waits for /readyz and the worker, then checks that every write acknowledged so far
-is there: events through GET /v1/sessions/{id}/events, short-term items through
-GET /v1/memories/{id}, cards through GET /v1/ltm/cards/{id}, and each recall's `system` event
-(id = the recall id) in its session's transcript.
+Redis killed, Redis frozen (SIGSTOP), PostgreSQL, Elasticsearch and Milvus each frozen and
+killed (at their proxies), the worker killed (SIGKILL, then started again), a gunicorn web
+worker killed, transcript storage full (ENOSPC) and unwritable (EROFS). After each the fault is
+lifted, the script waits for /readyz and the worker, then checks that every write acknowledged
+so far is there: events through GET /v1/sessions/{id}/events, short-term items through
+GET /v1/memories/{id}, cards through GET /v1/ltm/cards/{id}, each recall's `system` event
+(id = the recall id) in its session's transcript, and each event's history entry in both the
+history index and the history collection.
 
-It prints a table per fault: requests started during it by status (2xx / 503 / other), the
-longest of them against its bound (the store's timeout + 1 s), how soon /readyz turned red,
-how long after the fault was lifted it was green again, and the acknowledged writes lost.
+It prints a table per fault: requests under way during it by status (2xx / 503 / other), the
+longest of them against its bound (the one timeout it meets + 1 s), how soon /readyz turned
+red, how long after the fault was lifted it was green again, and the acknowledged writes lost.
 Exits non-zero when any acknowledged write is lost.
 
-    ./scripts/faults.sh                       # every fault, 8 s each
+    ./scripts/faults.sh                       # every fault, 10 s each (about 15 minutes)
     ./scripts/faults.sh --quick               # Redis frozen and PostgreSQL frozen, 5 s each
-    ./scripts/faults.sh --faults redis-killed,storage-full --fault-seconds 10 --budget 300
+    ./scripts/faults.sh --faults es-frozen,storage-unwritable --fault-seconds 8 --budget 300
 """
 
 from __future__ import annotations
@@ -66,6 +73,10 @@ SERVICE = ServiceRun("faults", RUN)
 VENV = ROOT / ".venv" / "bin"
 # The service's bounds for this run (seconds): the fault table holds requests to them.
 PG_STATEMENT_MS, PG_READ_MS, PG_CONNECT_S = 1500, 2000, 2
+PG_FAIL_FAST_MS = 1000  # after a timeout, connections to PostgreSQL are refused at once
+ES_TIMEOUT_MS = 2000  # each Elasticsearch request
+MILVUS_TIMEOUT_MS = 2000  # each Milvus call, retries included
+RECALL_LTM_TIMEOUT_MS = 2000  # recall's wait for long-term memory and history, all branches
 BROKER_SOCKET_S = 2.0  # CELERY_BROKER_SOCKET_TIMEOUT_MS's default; Redis replies: 0.5 s
 HEARTBEAT_S = 2
 WORKER_STALL_RESTART_S = 10  # a worker that takes nothing while tasks wait restarts this soon
@@ -74,23 +85,38 @@ FAULTS = (
     "redis-frozen",
     "pg-frozen",
     "pg-killed",
+    "es-frozen",
+    "es-killed",
+    "milvus-frozen",
+    "milvus-killed",
     "worker-killed",
     "web-worker-killed",
     "storage-full",
+    "storage-unwritable",
 )
 QUICK = ("redis-frozen", "pg-frozen")
-# The longest a request may take while the fault lasts: the timeout it meets, plus 1 s. A
-# request meeting a frozen PostgreSQL waits once for its reused connection's health check
-# (read timeout) and once more for the new connection Django then opens (connect timeout).
-PG_FROZEN_S = PG_READ_MS / 1000 + PG_CONNECT_S
+# The longest a request may take while the fault lasts: the one timeout it meets, plus 1 s. A
+# request meeting a frozen PostgreSQL waits once, for its reused connection's health check
+# (read timeout) or for a new connection (connect timeout); the process then refuses
+# connections to it for DATABASE_FAIL_FAST_MS instead of waiting again. A recall meeting a
+# frozen Elasticsearch or Milvus waits for its long-term and history branches at most
+# RECALL_LTM_TIMEOUT_MS, any other call one request timeout.
+PG_WAIT_S = max(PG_READ_MS / 1000, PG_CONNECT_S)
+ES_WAIT_S = max(ES_TIMEOUT_MS, RECALL_LTM_TIMEOUT_MS) / 1000
+MILVUS_WAIT_S = max(MILVUS_TIMEOUT_MS, RECALL_LTM_TIMEOUT_MS) / 1000
 BOUNDS = {
     "redis-killed": BROKER_SOCKET_S + 1,
     "redis-frozen": BROKER_SOCKET_S + 1,
-    "pg-frozen": PG_FROZEN_S + 1,
-    "pg-killed": PG_FROZEN_S + 1,
-    "worker-killed": PG_FROZEN_S + 1,
-    "web-worker-killed": PG_FROZEN_S + 1,
-    "storage-full": PG_FROZEN_S + 1,
+    "pg-frozen": PG_WAIT_S + 1,
+    "pg-killed": PG_WAIT_S + 1,
+    "es-frozen": ES_WAIT_S + 1,
+    "es-killed": ES_WAIT_S + 1,
+    "milvus-frozen": MILVUS_WAIT_S + 1,
+    "milvus-killed": MILVUS_WAIT_S + 1,
+    "worker-killed": PG_WAIT_S + 1,
+    "web-worker-killed": PG_WAIT_S + 1,
+    "storage-full": PG_WAIT_S + 1,
+    "storage-unwritable": PG_WAIT_S + 1,
 }
 READYZ_CLIENT_TIMEOUT_S = 4.0  # a load balancer's: /readyz bounds each check at 3 s
 
@@ -141,11 +167,13 @@ class RedisServer:
         os.kill(self.process.pid, signal.SIGCONT)
 
 
-class PgProxy:
-    """A TCP proxy to PostgreSQL that forwards, stops forwarding (frozen) or cuts every
-    connection and refuses new ones (killed)."""
+class StoreProxy:
+    """A TCP proxy in front of a shared store (PostgreSQL, Elasticsearch, Milvus) for the service
+    under test only: it forwards, stops forwarding (frozen: connections are still accepted and
+    nothing answers) or cuts every connection and refuses new ones (killed)."""
 
-    def __init__(self, upstream: tuple[str, int]) -> None:
+    def __init__(self, name: str, upstream: tuple[str, int]) -> None:
+        self.name = name
         self.upstream = upstream
         self.listener = socket.create_server(("127.0.0.1", 0), backlog=128)
         self.port = int(self.listener.getsockname()[1])
@@ -229,8 +257,9 @@ class PgProxy:
 
 
 class TranscriptFolder:
-    """The run's transcript storage: a small tmpfs, filled up to make it full; where mounting is
-    not possible, a folder whose directories are made read-only (immutable for root)."""
+    """The run's transcript storage: a small tmpfs, filled up (full: ENOSPC) or remounted
+    read-only (unwritable: EROFS); where mounting is not possible, a folder whose directories are
+    made read-only (immutable for root) stands in for both."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -244,37 +273,62 @@ class TranscriptFolder:
             == 0
         )
         self.filler = path / "filler.bin"
+        self.locked = False  # its folders made read-only (no tmpfs, or the remount failed)
 
-    @property
-    def mode(self) -> str:
-        return "tmpfs filled up (ENOSPC)" if self.mounted else "folders read-only"
+    def fill(self) -> str:
+        """Storage full: the tmpfs filled to its last byte."""
+        if not self.mounted:
+            return self._folders_read_only()
+        fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            for size in (1 << 20, 4096, 1):  # down to the last free byte
+                with contextlib.suppress(OSError):
+                    while os.write(fd, b"\0" * size):
+                        pass
+        finally:
+            os.close(fd)
+        return "tmpfs filled up (ENOSPC)"
 
-    def break_it(self) -> None:
+    def make_unwritable(self) -> str:
+        """Storage unwritable: the tmpfs remounted read-only, as a disk the kernel remounts after
+        an I/O error."""
+        if not self.mounted:
+            return self._folders_read_only()
+        deadline = time.monotonic() + 5
+        while True:  # a file open for writing at that instant makes the remount fail (EBUSY)
+            done = self._remount("ro")
+            if done.returncode == 0:
+                return "tmpfs remounted read-only (EROFS)"
+            if time.monotonic() > deadline:
+                return self._folders_read_only() + f" (remount failed: {done.stderr.strip()})"
+            time.sleep(0.05)
+
+    def mend(self) -> None:
+        """Writable again, whichever way it was broken."""
         if self.mounted:
-            fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                for size in (1 << 20, 4096, 1):  # down to the last free byte
-                    with contextlib.suppress(OSError):
-                        while os.write(fd, b"\0" * size):
-                            pass
-            finally:
-                os.close(fd)
-            return
+            self._remount("rw")
+            self.filler.unlink(missing_ok=True)
+        if self.locked:
+            for folder in self._folders():
+                if os.geteuid() == 0:
+                    subprocess.run(["chattr", "-i", str(folder)], check=True)
+                else:
+                    folder.chmod(0o755)
+            self.locked = False
+
+    def _remount(self, mode: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["mount", "-o", f"remount,{mode}", str(self.path)], capture_output=True, text=True
+        )
+
+    def _folders_read_only(self) -> str:
+        self.locked = True
         for folder in self._folders():
             if os.geteuid() == 0:
                 subprocess.run(["chattr", "+i", str(folder)], check=True)
             else:
                 folder.chmod(0o555)
-
-    def mend(self) -> None:
-        if self.mounted:
-            self.filler.unlink(missing_ok=True)
-            return
-        for folder in self._folders():
-            if os.geteuid() == 0:
-                subprocess.run(["chattr", "-i", str(folder)], check=True)
-            else:
-                folder.chmod(0o755)
+        return "folders read-only"
 
     def _folders(self) -> list[Path]:
         return [self.path, *(p for p in self.path.rglob("*") if p.is_dir())]
@@ -324,6 +378,14 @@ class Service:
              "--loglevel", "WARNING"],
         )  # fmt: skip
 
+    def restart_dead_worker(self) -> int | None:
+        """Start the worker again if it exited; its exit code, or None while it runs."""
+        assert self.worker
+        code = self.worker.poll()
+        if code is not None:
+            self.start_worker()
+        return code
+
     def kill_worker(self) -> None:
         assert self.worker
         with contextlib.suppress(ProcessLookupError):
@@ -350,6 +412,7 @@ class Answer:
     seconds: float
     status: int  # 0: no answer (connection cut, timed out)
     data: Any = None
+    inside: float | None = None  # a recall's own time (Server-Timing `total`), without queueing
 
 
 class Client:
@@ -363,6 +426,7 @@ class Client:
     def call(self, op: str, method: str, path: str, body: Any = None) -> Answer:
         started = time.monotonic()
         payload = json.dumps(body) if body is not None else None
+        inside = None
         try:
             if self.conn is None:
                 self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
@@ -370,6 +434,9 @@ class Client:
             response = self.conn.getresponse()
             raw = response.read()
             status = response.status
+            for part in (response.getheader("Server-Timing") or "").split(","):
+                if part.strip().startswith("total;dur="):
+                    inside = float(part.split("=", 1)[1]) / 1000
             try:
                 data = json.loads(raw) if raw else None
             except ValueError:
@@ -379,7 +446,7 @@ class Client:
                 self.conn.close()
             self.conn = None
             status, data = 0, None
-        return Answer(op, started, time.monotonic() - started, status, data)
+        return Answer(op, started, time.monotonic() - started, status, data, inside)
 
 
 # --- load and what it wrote ------------------------------------------------------------------
@@ -392,6 +459,7 @@ class Acknowledged:
     cards: dict[str, float] = field(default_factory=dict)
     recalls: dict[str, tuple[str, float]] = field(default_factory=dict)  # id -> (session, at)
     event_times: dict[str, float] = field(default_factory=dict)
+    tenant_slug: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def total(self) -> int:
@@ -405,7 +473,7 @@ class Load:
         self.port, self.secret, self.threads = port, secret, threads
         self.slug = tenant_slug
         self.answers: list[Answer] = []
-        self.acked = Acknowledged()
+        self.acked = Acknowledged(tenant_slug=tenant_slug)
         self.running = threading.Event()
         self.active = threading.Event()  # cleared: the threads wait (while writes are checked)
         self._workers: list[threading.Thread] = []
@@ -575,9 +643,12 @@ def missing_writes(client: Client, acked: Acknowledged) -> dict[str, set[str]]:
         "items": set(),
         "cards": set(),
         "recalls": set(),
+        "history": set(),
     }
+    seqs: dict[str, dict[str, int]] = {}  # session -> event id -> seq
     for session in {*sessions, *(s for s, _ in recalls.values())}:
         ids: set[str] = set()
+        seqs[session] = {}
         after = 0
         while True:
             answer = client.call(
@@ -586,12 +657,15 @@ def missing_writes(client: Client, acked: Acknowledged) -> dict[str, set[str]]:
             if answer.status != 200:
                 raise RuntimeError(f"replaying {session} answered {answer.status}")
             ids |= {e["id"] for e in answer.data["events"]}
+            seqs[session].update({e["id"]: int(e["seq"]) for e in answer.data["events"]})
             if not answer.data["has_more"]:
                 break
             after = answer.data["next_after"]
         stored[session] = ids
     for session, ids in sessions.items():
         missing["events"] |= ids - stored[session]
+        kept = ids & stored[session]  # an event lost is counted once, among the events
+        missing["history"] |= missing_history(acked.tenant_slug, session, kept, seqs[session])
     for recall_id, (session, _) in recalls.items():
         if recall_id not in stored[session]:
             missing["recalls"].add(recall_id)
@@ -608,6 +682,32 @@ def missing_writes(client: Client, acked: Acknowledged) -> dict[str, set[str]]:
         elif answer.status != 200:
             raise RuntimeError(f"reading {card_id} answered {answer.status}")
     return missing
+
+
+def missing_history(
+    tenant_slug: str, session: str, event_ids: set[str], seqs: dict[str, int]
+) -> set[str]:
+    """The events among `event_ids` (each a user or assistant turn) whose history entry is not
+    in both the history index and the history collection; read from the stores directly."""
+    from memories.history.documents import entry_id_for
+    from memories.history.search import history_search_index
+    from memories.history.vectors import history_vector_index
+    from transcripts.models import Session
+
+    found = Session.objects.filter(tenant__slug=tenant_slug, external_id=session).first()
+    if found is None:
+        return set(event_ids)
+    tenant_id = str(found.tenant_id)
+    try:
+        held = set(history_search_index().session_ids(tenant_id=tenant_id, session_pk=found.pk))
+        held &= set(history_vector_index().session_ids(tenant_id=tenant_id, session_pk=found.pk))
+    except Exception as exc:  # noqa: BLE001 - the suite's own reads of the shared stores
+        raise RuntimeError(f"reading the history of {session}: {exc}") from exc
+    return {
+        event_id
+        for event_id in event_ids
+        if event_id not in seqs or entry_id_for(session_pk=found.pk, seq=seqs[event_id]) not in held
+    }
 
 
 def settle(client: Client, acked: Acknowledged, limit: float) -> tuple[dict[str, set[str]], float]:
@@ -634,6 +734,7 @@ class Outcome:
     statuses: Counter = field(default_factory=Counter)
     longest: float = 0.0
     longest_op: str = ""
+    longest_inside: float | None = None
     red: tuple[float, list[str]] | None = None
     recovery: float | None = None
     worker_lag: float | None = None
@@ -643,55 +744,79 @@ class Outcome:
     lost: dict[str, set[str]] = field(default_factory=dict)  # of those, still missing at the end
 
 
-def inject(name: str, redis: RedisServer, proxy: PgProxy, service: Service,
-           storage: TranscriptFolder) -> str:  # fmt: skip
-    if name == "redis-killed":
-        redis.kill()
-    elif name == "redis-frozen":
-        redis.freeze()
-    elif name == "pg-frozen":
-        proxy.freeze()
-    elif name == "pg-killed":
-        proxy.kill()
-    elif name == "worker-killed":
-        service.kill_worker()
-    elif name == "web-worker-killed":
-        return f"killed gunicorn worker {service.kill_web_worker()}"
-    elif name == "storage-full":
-        storage.break_it()
-        return storage.mode
-    return ""
+@dataclass
+class Stores:
+    """What the faults break: the run's Redis server, the proxies in front of the shared stores
+    (by name: pg, es, milvus), the service's worker and web workers, transcript storage."""
 
+    redis: RedisServer
+    proxies: dict[str, StoreProxy]
+    service: Service
+    storage: TranscriptFolder
 
-def lift(name: str, redis: RedisServer, proxy: PgProxy, service: Service,
-         storage: TranscriptFolder) -> None:  # fmt: skip
-    if name == "redis-killed":
-        redis.start()  # the same port and append-only file
-    elif name == "redis-frozen":
-        redis.thaw()
-    elif name == "pg-frozen":
-        proxy.thaw()
-    elif name == "pg-killed":
-        proxy.revive()
-    elif name == "worker-killed":
-        service.start_worker()
-    elif name == "storage-full":
-        storage.mend()
+    def inject(self, fault: str) -> str:
+        """Break what `fault` names; a note for the table."""
+        store, _, how = fault.partition("-")
+        if store in self.proxies:
+            proxy = self.proxies[store]
+            proxy.freeze() if how == "frozen" else proxy.kill()
+        elif fault == "redis-killed":
+            self.redis.kill()
+        elif fault == "redis-frozen":
+            self.redis.freeze()
+        elif fault == "worker-killed":
+            self.service.kill_worker()
+        elif fault == "web-worker-killed":
+            return f"killed gunicorn worker {self.service.kill_web_worker()}"
+        elif fault == "storage-full":
+            return self.storage.fill()
+        elif fault == "storage-unwritable":
+            return self.storage.make_unwritable()
+        return ""
+
+    def lift(self, fault: str) -> None:
+        store, _, how = fault.partition("-")
+        if store in self.proxies:
+            proxy = self.proxies[store]
+            proxy.thaw() if how == "frozen" else proxy.revive()
+        elif fault == "redis-killed":
+            self.redis.start()  # the same port and append-only file
+        elif fault == "redis-frozen":
+            self.redis.thaw()
+        elif fault == "worker-killed":
+            self.service.start_worker()
+        elif fault in ("storage-full", "storage-unwritable"):
+            self.storage.mend()
+
+    def mend_all(self) -> None:
+        """Nothing stays broken: the proxies forward, Redis runs, storage takes writes."""
+        for proxy in self.proxies.values():
+            proxy.revive()
+            proxy.thaw()
+        with contextlib.suppress(Exception):
+            self.redis.thaw()
+        with contextlib.suppress(Exception):
+            self.storage.mend()
 
 
 def run_fault(
     name: str, seconds: float, settle_limit: float, load: Load, readiness: Readiness,
-    checker: Client, stores: tuple[RedisServer, PgProxy, Service, TranscriptFolder],
+    checker: Client, stores: Stores,
 ) -> Outcome:  # fmt: skip
     log(f"{name}: {seconds:.0f} s")
     acked_before = load.acked.total()
     load.resume()
     time.sleep(2)  # writes in flight when the fault comes
     started = time.monotonic()
-    note = inject(name, *stores)
+    note = stores.inject(name)
     time.sleep(seconds)
     lifted = time.monotonic()
-    lift(name, *stores)
+    stores.lift(name)
+    # A worker that exited by itself (not this fault's doing) is started again, as a process
+    # supervisor would; the table says so.
+    died = stores.service.restart_dead_worker()
+    if died is not None:
+        note = "; ".join(filter(None, (note, f"the worker exited ({died}) and was started again")))
     outcome = Outcome(name, started, lifted, note)
     outcome.recovery = readiness.wait_green(lifted, limit=settle_limit)
     time.sleep(2)  # writes as the service comes back
@@ -711,6 +836,7 @@ def run_fault(
     slowest = max(during, key=lambda a: a.seconds, default=None)
     if slowest is not None:
         outcome.longest, outcome.longest_op = slowest.seconds, slowest.op
+        outcome.longest_inside = slowest.inside
     outcome.red = readiness.first_red(started)
     if outcome.red is not None and outcome.red[0] > lifted - started + 1:
         outcome.red = None  # red only after the fault was lifted: not this fault's
@@ -772,7 +898,8 @@ def report(outcomes: list[Outcome], skipped: list[str]) -> int:
         if o.note:
             details.append(o.note)
         if o.longest_op:
-            details.append(f"longest: {o.longest_op}")
+            inside = "" if o.longest_inside is None else f" ({o.longest_inside:.1f} s in recall)"
+            details.append(f"longest: {o.longest_op}{inside}")
         if o.red is not None:
             details.append(f"readyz failing {','.join(o.red[1]) or '(no answer)'}")
         details.append(f"writes checked in {o.checked_in:.0f} s")
@@ -810,7 +937,9 @@ def main() -> int:
     parser.add_argument("--fault-seconds", type=float, default=0, help="each fault's length")
     parser.add_argument("--budget", type=float, default=0, help="seconds for the whole run")
     parser.add_argument("--threads", type=int, default=4, help="client threads")
-    parser.add_argument("--web-workers", type=int, default=3)
+    parser.add_argument(
+        "--web-workers", type=int, default=0, help="gunicorn workers (default: threads + 1)"
+    )
     parser.add_argument("--settle", type=float, default=0, help="most seconds to wait per fault")
     args = parser.parse_args()
     began = time.monotonic()
@@ -820,14 +949,29 @@ def main() -> int:
         parser.error(f"unknown faults: {', '.join(unknown)}")
     seconds = args.fault_seconds or (5.0 if args.quick else 10.0)
     settle_limit = args.settle or 30.0
-    budget = args.budget or (240.0 if args.quick else 600.0)
+    # Enough for every fault chosen to wait out its settling twice (the worker, the writes).
+    budget = args.budget or (
+        240.0 if args.quick else 120 + len(faults) * (seconds + 2 * settle_limit + 15)
+    )
 
     work = Path(tempfile.mkdtemp(prefix=f"faults-{RUN}-"))
     redis = RedisServer(work)
     storage = TranscriptFolder(work / "transcripts")
-    database_url = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
-    upstream = urlsplit(database_url)
-    proxy = PgProxy((upstream.hostname or "127.0.0.1", upstream.port or 5432))
+    # The shared stores: this process talks to them directly (its checks must not meet the
+    # faults); the service goes through a proxy in front of each.
+    upstreams = {
+        "pg": ("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test", 5432),
+        "es": ("ELASTICSEARCH_URL", "http://127.0.0.1:9200", 9200),
+        "milvus": ("MILVUS_URI", "http://127.0.0.1:19530", 19530),
+    }
+    direct = {store: os.environ.get(var) or url for store, (var, url, _) in upstreams.items()}
+    proxies = {
+        store: StoreProxy(
+            store,
+            (urlsplit(direct[store]).hostname or "127.0.0.1", urlsplit(direct[store]).port or port),
+        )
+        for store, (_, _, port) in upstreams.items()
+    }
     redis.start()
     env = {
         **SERVICE.env(),
@@ -837,6 +981,10 @@ def main() -> int:
         "DATABASE_STATEMENT_TIMEOUT_MS": str(PG_STATEMENT_MS),
         "DATABASE_READ_TIMEOUT_MS": str(PG_READ_MS),
         "DATABASE_CONNECT_TIMEOUT": str(PG_CONNECT_S),
+        "DATABASE_FAIL_FAST_MS": str(PG_FAIL_FAST_MS),
+        "ELASTICSEARCH_TIMEOUT_MS": str(ES_TIMEOUT_MS),
+        "MILVUS_TIMEOUT_MS": str(MILVUS_TIMEOUT_MS),
+        "RECALL_LTM_TIMEOUT_MS": str(RECALL_LTM_TIMEOUT_MS),
         "HEARTBEAT_SECONDS": str(HEARTBEAT_S),
         "WORKER_STALL_RESTART_SECONDS": str(WORKER_STALL_RESTART_S),
         "READYZ_STORAGE_PROBE_SECONDS": "1",
@@ -845,9 +993,13 @@ def main() -> int:
         "API_RATE_LIMIT_PER_MINUTE": "100000",
         "LOG_LEVEL": "WARNING",
     }
-    # This process reads PostgreSQL directly (its checks must not meet the faults) and the
-    # run's Redis; the service goes through the proxy.
-    django_setup(migrate=True, **env, DATABASE_URL=database_url)
+    django_setup(
+        migrate=True,
+        **env,
+        DATABASE_URL=direct["pg"],
+        ELASTICSEARCH_URL=direct["es"],
+        MILVUS_URI=direct["milvus"],
+    )
     from memories.services import stores_ensure
     from profiles.services.api_keys import api_key_create
     from profiles.services.tenants import tenant_create
@@ -859,7 +1011,14 @@ def main() -> int:
     )
     port = free_port()
     service = Service(
-        env={**os.environ, **env, "DATABASE_URL": proxied(database_url, proxy.port)},
+        env={
+            **os.environ,
+            **env,
+            **{
+                upstreams[store][0]: proxied(direct[store], proxy.port)
+                for store, proxy in proxies.items()
+            },
+        },
         logs=work,
         port=port,
     )
@@ -869,9 +1028,13 @@ def main() -> int:
     readiness: Readiness | None = None
     status = 1
     try:
-        service.start(args.web_workers)
-        log(f"run {RUN}: service on {port}, Redis {redis.port}, PostgreSQL proxy {proxy.port}, "
-            f"storage {storage.mode.split(' ')[0]} at {storage.path}")  # fmt: skip
+        # A worker for each client thread and the /readyz poller: a request waits for the
+        # store it meets, not for a worker another client's request holds meanwhile.
+        service.start(args.web_workers or args.threads + 1)
+        ports = ", ".join(f"{name} {proxy.port}" for name, proxy in proxies.items())
+        kind = "tmpfs" if storage.mounted else "folder"
+        log(f"run {RUN}: service on {port}, Redis {redis.port}, proxies {ports}, "
+            f"storage {kind} at {storage.path}")  # fmt: skip
         readiness = Readiness(port)
         if readiness.wait_green(time.monotonic() - 1, limit=120) is None:
             raise SystemExit(f"/readyz did not turn green; see {work}/web.log")
@@ -880,7 +1043,7 @@ def main() -> int:
         time.sleep(3)  # some writes before the first fault
         load.pause()
         checker = Client(port, secret, timeout=30)
-        stores = (redis, proxy, service, storage)
+        stores = Stores(redis, proxies, service, storage)
         for name in faults:
             left = budget - (time.monotonic() - began)
             if left < seconds + 20:
@@ -915,7 +1078,8 @@ def main() -> int:
         print(
             f"\n{load.acked.total()} acknowledged writes checked "
             f"({len(load.acked.event_times)} events, {len(load.acked.items)} items, "
-            f"{len(load.acked.cards)} cards, {len(load.acked.recalls)} recall records); "
+            f"{len(load.acked.cards)} cards, {len(load.acked.recalls)} recall records; and "
+            f"the {len(load.acked.event_times)} events' history entries); "
             f"requests: {dict(counts)}; run took {time.monotonic() - began:.0f} s"
         )
     finally:
@@ -923,13 +1087,7 @@ def main() -> int:
             load.stop()
         if readiness is not None:
             readiness.running.clear()
-        # Nothing stays broken: the proxy forwards, Redis runs, storage takes writes.
-        proxy.revive()
-        proxy.thaw()
-        with contextlib.suppress(Exception):
-            redis.thaw()
-        with contextlib.suppress(Exception):
-            storage.mend()
+        Stores(redis, proxies, service, storage).mend_all()
         service.stop()
         cleanup(tenant, redis, storage, work, failed=status != 0)
     return status

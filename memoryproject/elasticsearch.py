@@ -31,7 +31,7 @@ def elasticsearch_client() -> Elasticsearch:
     """A client of ELASTICSEARCH_URL; it connects lazily, on the first call."""
     return Elasticsearch(
         settings.ELASTICSEARCH_URL,
-        request_timeout=5,
+        request_timeout=settings.ELASTICSEARCH_TIMEOUT_SECONDS,
         max_retries=1,
         transport_class=TimedTransport,
     )

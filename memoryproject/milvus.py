@@ -4,8 +4,10 @@ Only this module and the two adapters built on it (`memories/ltm/vectors.py`,
 `memories/history/vectors.py`) import `pymilvus`. It speaks the part of the API that both the
 local server (milvus-lite 2.5, Milvus's own engine) and Milvus 2.5+ implement: readiness through
 `list_collections` / `get_load_state`, the embedding model and size in the schema description,
-scalar INVERTED indexes, writes in bounded batches. What production tunes (index type and params,
-partition key, consistency) comes from settings; docs/layer3.md gives the measurements.
+scalar INVERTED indexes, writes in bounded batches. Every call waits at most MILVUS_TIMEOUT_MS
+(the client's own default is no deadline, and 75 retries of a refused call). What production
+tunes (index type and params, partition key, consistency) comes from settings; docs/layer3.md
+gives the measurements.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import grpc
 from django.conf import settings
 from pymilvus import DataType, MilvusClient, MilvusException
 from pymilvus.client.types import LoadState
@@ -30,6 +33,8 @@ T = TypeVar("T")
 NOT_LOADED_CODE = 101
 # Reads that must see the service's own writes (verification, drift, erasure).
 STRONG = "Strong"
+# What a call may raise: pymilvus' own errors, and gRPC's when a call's deadline passed.
+MILVUS_ERRORS = (MilvusException, grpc.RpcError)
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,7 @@ def milvus_client() -> MilvusClient:
         return MilvusClient(
             uri=settings.MILVUS_URI,
             token=settings.MILVUS_TOKEN,
-            timeout=5,
+            timeout=settings.MILVUS_TIMEOUT_SECONDS,  # the connect only; each call passes its own
             # Idle keepalive pings every 10s (the client default) make servers answer
             # GOAWAY "too_many_pings"; ping only while calls are in flight.
             grpc_options={
@@ -94,8 +99,8 @@ def milvus_client() -> MilvusClient:
                 "grpc.keepalive_permit_without_calls": 0,
             },
         )
-    except MilvusException as exc:  # the client connects as it is built; nothing is cached then
-        raise StoreUnavailable(f"Milvus: {exc}") from exc
+    except MILVUS_ERRORS as exc:  # the client connects as it is built; nothing is cached then
+        raise StoreUnavailable(f"Milvus: {_described(exc)}") from exc
 
 
 class MilvusCollection:
@@ -126,15 +131,16 @@ class MilvusCollection:
         """Create and load the collection; other fields or another embedding is an error."""
         try:
             done = []
-            if not self._client.has_collection(self.collection):
+            if not self._client.has_collection(self.collection, timeout=_bound()):
                 self._create()
                 done.append(f"collection {self.collection} (dim {self.dim}, {self.model})")
             else:
                 self._check()
+            # No bound: loading a large collection after a restart may rightly take minutes.
             self._client.load_collection(self.collection)
             done.append(f"loaded {self.collection}")
             return done
-        except MilvusException as exc:
+        except MILVUS_ERRORS as exc:
             raise self._unavailable(exc) from exc
 
     def _create(self) -> None:
@@ -167,10 +173,11 @@ class MilvusCollection:
             schema=schema,
             index_params=index_params,
             consistency_level=self.options.consistency_level,
+            timeout=_bound(),
         )
 
     def _check(self) -> None:
-        described = self._client.describe_collection(self.collection)
+        described = self._client.describe_collection(self.collection, timeout=_bound())
         names = {f["name"] for f in described.get("fields", [])}
         expected = {"id", "vector", *(s.name for s in self.scalars)}
         if names != expected:
@@ -190,15 +197,15 @@ class MilvusCollection:
 
     def ping(self) -> None:
         try:
-            self._client.list_collections()
-        except MilvusException as exc:
+            self._client.list_collections(timeout=_bound())
+        except MILVUS_ERRORS as exc:
             raise self._unavailable(exc) from exc
 
     def ready(self) -> None:
         """The server answers and the collection is loaded (searchable)."""
         try:
-            state = self._client.get_load_state(self.collection).get("state")
-        except MilvusException as exc:
+            state = self._client.get_load_state(self.collection, timeout=_bound()).get("state")
+        except MILVUS_ERRORS as exc:
             raise self._unavailable(exc) from exc
         if state != LoadState.Loaded:
             raise StoreUnavailable(
@@ -208,18 +215,18 @@ class MilvusCollection:
 
     def drop(self) -> None:
         try:
-            if self._client.has_collection(self.collection):
-                self._client.drop_collection(self.collection)
-        except MilvusException as exc:
+            if self._client.has_collection(self.collection, timeout=_bound()):
+                self._client.drop_collection(self.collection, timeout=_bound())
+        except MILVUS_ERRORS as exc:
             raise self._unavailable(exc) from exc
 
     def flush(self) -> None:
         """Seal what was written (after a burst of writes)."""
-        self._call(lambda: self._client.flush(self.collection))
+        self._call(lambda: self._client.flush(self.collection, timeout=_bound()))
 
     # --- calls ---------------------------------------------------------------------------------
     def _unavailable(self, exc: Exception) -> StoreUnavailable:
-        return StoreUnavailable(f"{self.label}: {exc}")
+        return StoreUnavailable(f"{self.label}: {_described(exc)}")
 
     def _call(self, operation: Callable[[], T]) -> T:
         """Run one Milvus call; a released collection is loaded and the call tried once more."""
@@ -233,9 +240,9 @@ class MilvusCollection:
                     logger.warning(
                         "Milvus collection %s was not loaded; loading it", self.collection
                     )
-                    self._client.load_collection(self.collection)
+                    self._client.load_collection(self.collection, timeout=_bound())
                     return operation()
-        except MilvusException as exc:
+        except MILVUS_ERRORS as exc:
             raise self._unavailable(exc) from exc
 
     def upsert_rows(self, rows: Sequence[dict[str, Any]]) -> None:
@@ -245,15 +252,19 @@ class MilvusCollection:
             self._upsert_batch(list(rows[start : start + size]))
 
     def _upsert_batch(self, batch: list[dict[str, Any]]) -> None:
-        self._call(lambda: self._client.upsert(self.collection, batch))
+        self._call(lambda: self._client.upsert(self.collection, batch, timeout=_bound()))
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         if ids:
-            self._call(lambda: self._client.delete(self.collection, ids=list(ids)))
+            self._call(
+                lambda: self._client.delete(self.collection, ids=list(ids), timeout=_bound())
+            )
 
     def delete_where(self, expression: str) -> int:
         """Delete every row matching `expression`; returns how many were deleted."""
-        result: Any = self._call(lambda: self._client.delete(self.collection, filter=expression))
+        result: Any = self._call(
+            lambda: self._client.delete(self.collection, filter=expression, timeout=_bound())
+        )
         # Milvus answers a count; milvus-lite 2.5 the deleted primary keys.
         if isinstance(result, list):
             return len(result)
@@ -268,6 +279,7 @@ class MilvusCollection:
                 output_fields=["id"],
                 limit=limit,
                 consistency_level=STRONG,
+                timeout=_bound(),
             )
         )
         return [str(row["id"]) for row in rows]
@@ -278,7 +290,11 @@ class MilvusCollection:
             return {}
         rows = self._call(
             lambda: self._client.get(
-                self.collection, ids=list(ids), output_fields=["vector"], consistency_level=STRONG
+                self.collection,
+                ids=list(ids),
+                output_fields=["vector"],
+                consistency_level=STRONG,
+                timeout=_bound(),
             )
         )
         return {str(row["id"]): [float(v) for v in row["vector"]] for row in rows}
@@ -301,6 +317,7 @@ class MilvusCollection:
                 output_fields=list(output_fields),
                 search_params={"metric_type": "COSINE", "params": self.options.search_params},
                 consistency_level=self.options.consistency_level,
+                timeout=_bound(),
             )
         )
         return [
@@ -317,14 +334,28 @@ class MilvusCollection:
                 filter=expression,
                 output_fields=list(output_fields),
                 consistency_level=STRONG,
+                timeout=_bound(),
             )
         )
         try:
             while batch := iterator.next():
                 yield from batch
             iterator.close()
-        except MilvusException as exc:
+        except MILVUS_ERRORS as exc:
             raise self._unavailable(exc) from exc
+
+
+def _described(exc: Exception) -> str:
+    """An error in one line: gRPC's own text spans several."""
+    code, details = getattr(exc, "code", None), getattr(exc, "details", None)
+    if isinstance(exc, grpc.RpcError) and callable(code) and callable(details):
+        return f"{code().name}: {details()}"
+    return str(exc)
+
+
+def _bound() -> float:
+    """How long one Milvus call may wait (MILVUS_TIMEOUT_MS), retries included."""
+    return float(settings.MILVUS_TIMEOUT_SECONDS)
 
 
 def recorded_embedding(described: dict[str, Any]) -> tuple[str | None, int | None]:

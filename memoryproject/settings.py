@@ -92,6 +92,10 @@ if DATABASE_READ_TIMEOUT_MS and DATABASE_READ_TIMEOUT_MS <= DATABASE_STATEMENT_T
     raise ConfigError(
         "DATABASE_READ_TIMEOUT_MS", "must exceed DATABASE_STATEMENT_TIMEOUT_MS (or be 0)"
     )
+# After a read or connect timeout, the process refuses connections to that server for this long
+# (and fails a reused connection's health check without asking): a frozen PostgreSQL costs a
+# request one timeout, not a read timeout and then a connect timeout (0: off).
+DATABASE_FAIL_FAST_SECONDS = env.integer("DATABASE_FAIL_FAST_MS", 1000, minimum=0) / 1000
 DATABASES["default"]["ENGINE"] = "memoryproject.postgres"
 _pg_options = DATABASES["default"]["OPTIONS"]
 _pg_options.setdefault("read_timeout", DATABASE_READ_TIMEOUT_MS / 1000)
@@ -150,9 +154,13 @@ CACHES = {
 
 ELASTICSEARCH_URL = env.url("ELASTICSEARCH_URL", "http://127.0.0.1:9200", schemes=("http", "https"))
 ELASTICSEARCH_INDEX_PREFIX = env.string("ELASTICSEARCH_INDEX_PREFIX", "memory")
+# Each Elasticsearch request / Milvus call waits at most this long (a call's own shorter budget,
+# recall's branches, applies where given); a frozen store costs a call one timeout.
+ELASTICSEARCH_TIMEOUT_SECONDS = env.integer("ELASTICSEARCH_TIMEOUT_MS", 5000, minimum=100) / 1000
 MILVUS_URI = env.url("MILVUS_URI", "http://127.0.0.1:19530", schemes=("http", "https", "tcp"))
 MILVUS_TOKEN = env.string("MILVUS_TOKEN", "")
 MILVUS_COLLECTION_PREFIX = env.string("MILVUS_COLLECTION_PREFIX", "memory")
+MILVUS_TIMEOUT_SECONDS = env.integer("MILVUS_TIMEOUT_MS", 5000, minimum=100) / 1000
 # Index and search settings, measured in docs/layer3.md: FLAT (exact) locally; HNSW with
 # {"M": 16, "efConstruction": 200} and search {"ef": 64} on a production Milvus.
 MILVUS_INDEX_TYPE = env.string("MILVUS_INDEX_TYPE", "FLAT")

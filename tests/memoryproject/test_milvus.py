@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 from pymilvus import DataType
@@ -16,6 +18,7 @@ from memoryproject.milvus import (
     milvus_client,
     recorded_embedding,
 )
+from tests.outages import TcpProxy
 
 SCALARS = (
     ScalarField("tenant_id", DataType.VARCHAR, max_length=64),
@@ -151,3 +154,40 @@ def test_an_unreachable_server_is_store_unavailable(settings) -> None:
     settings.MILVUS_URI = "http://127.0.0.1:9"
     with pytest.raises(StoreUnavailable):
         milvus_client()
+
+
+def test_a_milvus_that_stops_answering_fails_each_call_within_its_timeout(
+    make_collection, settings
+) -> None:
+    # Given a collection reached through a proxy (the client's own default is no deadline),
+    direct = make_collection()
+    direct.ensure()
+    target = urlsplit(settings.MILVUS_URI)
+    proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 19530)
+    settings.MILVUS_URI = f"http://127.0.0.1:{proxy.port}"
+    settings.MILVUS_TIMEOUT_SECONDS = 1.0
+    client = milvus_client()
+    proxied = MilvusCollection(
+        client, direct.collection, dim=8, model="test-model", scalars=SCALARS
+    )
+    try:
+        proxied.ready()
+        # when Milvus stops answering (connected, but nothing comes back),
+        proxy.switch("blackhole")
+        calls = {
+            "ready": proxied.ready,
+            "search": lambda: proxied.search(vector=unit(0), expression="", limit=3),
+            "upsert": lambda: proxied.upsert_rows(
+                [{"id": "a", "vector": unit(0), "tenant_id": "t", "occurred_at": 1, "text": "x"}]
+            ),
+        }
+        for name, call in calls.items():
+            started = time.perf_counter()
+            with pytest.raises(StoreUnavailable):
+                call()
+            # each call gives up after MILVUS_TIMEOUT_MS instead of waiting on.
+            assert time.perf_counter() - started < 2.0, name
+    finally:
+        proxy.switch("pass")
+        client.close()
+        proxy.close()

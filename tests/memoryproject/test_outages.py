@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import redis
 from django.conf import settings
-from django.db import OperationalError, connections, transaction
+from django.db import OperationalError, close_old_connections, connections, transaction
 from django.test import RequestFactory
 from django.urls import reverse
 from django.utils import timezone
@@ -36,6 +36,7 @@ from memoryproject import redis_client
 from memoryproject import redis_keys as keys
 from memoryproject.celery import app as celery_app
 from memoryproject.errors import StoreUnavailable, server_error
+from memoryproject.postgres import base as postgres_backend
 from memoryproject.redis_client import redis_connection
 from profiles import key_cache, throttling
 from profiles.models import ApiKey, EndUser, StableFact, UserPreference, UserProfile
@@ -101,11 +102,19 @@ def postgres(transactional_db: None) -> Iterator[TcpProxy]:
     connection.close()
     connection.settings_dict["HOST"], connection.settings_dict["PORT"] = saved
     proxy.close()
+    postgres_backend._failed_until.clear()
+
+
+def _request_starts() -> None:
+    """What Django does as each request starts (the test client leaves it out): drop a
+    connection that failed and health-check the reused one at its first query."""
+    close_old_connections()
 
 
 def _back(proxy: TcpProxy) -> None:
     proxy.switch("pass")
     connections["default"].close()  # a request would drop the broken connection the same way
+    postgres_backend._failed_until.clear()  # the server counts as answering again at once
 
 
 def test_postgres_outage_answers_503_on_writes_and_writes_nothing(postgres, tenant, client_for):
@@ -219,15 +228,76 @@ def test_a_request_meeting_a_postgres_that_stops_answering_is_503_within_the_bou
     postgres.switch("blackhole")
     started = time.perf_counter()
     try:
+        _request_starts()  # the next request health-checks its reused connection first
         response = owner.get(url)
     finally:
         elapsed = time.perf_counter() - started
         _back(postgres)
     _assert_unavailable(response)
-    # One read timeout for the open connection's health check, one connect timeout for the
-    # new connection it then tries.
-    bound = read_timeout + connections["default"].settings_dict["OPTIONS"]["connect_timeout"]
-    assert elapsed < bound + 1.0, elapsed
+    # One read timeout for the open connection's health check; the new connection Django then
+    # opens is refused at once instead of waiting its connect timeout as well.
+    assert elapsed < read_timeout + 1.0, elapsed
+
+
+def test_after_a_postgres_timeout_the_process_fails_fast_for_a_moment_then_reconnects(
+    postgres, read_timeout, owner, settings
+) -> None:
+    settings.DATABASE_FAIL_FAST_SECONDS = 1.0
+    url = reverse(EVENTS, kwargs={"session_id": "s_1"})
+    assert owner.get(url).status_code == 404  # caches the key; the connection stays open
+    # Given a request that met a PostgreSQL that stopped answering (one read timeout),
+    postgres.switch("blackhole")
+    _request_starts()
+    _assert_unavailable(owner.get(url))
+    # the next one within DATABASE_FAIL_FAST_MS does not wait on it again,
+    started = time.perf_counter()
+    _request_starts()
+    response = owner.get(url)
+    elapsed = time.perf_counter() - started
+    _assert_unavailable(response)
+    assert elapsed < 0.5, elapsed
+    # and once the window is over, a PostgreSQL that answers again is simply used.
+    postgres.switch("pass")
+    time.sleep(settings.DATABASE_FAIL_FAST_SECONDS)
+    _request_starts()
+    assert owner.get(url).status_code == 404
+
+
+def test_a_connection_to_a_server_that_just_timed_out_fails_its_health_check_unasked(
+    postgres,
+) -> None:
+    # Given a live connection, when another thread of the process saw its server time out,
+    connection = connections["default"]
+    connection.ensure_connection()
+    assert connection.is_usable()
+    postgres_backend.server_failed(connection.connection.server)
+    postgres.switch("blackhole")
+    started = time.perf_counter()
+    usable = connection.is_usable()
+    # its health check says "unusable" at once instead of waiting a read timeout.
+    assert not usable and time.perf_counter() - started < 0.1
+    _back(postgres)
+
+
+def test_a_postgres_connect_timeout_fails_the_next_connects_at_once(postgres, settings) -> None:
+    settings.DATABASE_FAIL_FAST_SECONDS = 5.0
+    connection = connections["default"]
+    options = connection.settings_dict["OPTIONS"]
+    saved = options["connect_timeout"]
+    options["connect_timeout"] = 2
+    connection.close()
+    postgres.switch("blackhole")
+    try:
+        with pytest.raises(OperationalError):
+            connection.ensure_connection()  # waits the connect timeout once
+        started = time.perf_counter()
+        with pytest.raises(OperationalError, match="not waiting on it"):
+            connection.ensure_connection()
+        assert time.perf_counter() - started < 0.5
+    finally:
+        options["connect_timeout"] = saved
+        _back(postgres)
+    assert Session.objects.count() == 0  # answered again: the window ended with the outage
 
 
 def test_recording_a_keys_use_never_fails_a_request(postgres, tenant, owner, caplog):
