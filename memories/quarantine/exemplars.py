@@ -21,7 +21,7 @@ import numpy as np
 from django.conf import settings
 
 from memories.vocabulary import INJECTION_CUE_KIND, default_vocabulary
-from memoryproject.quarantine import Reason
+from memoryproject.quarantine import Reason, normalised
 from memoryproject.quarantine_meaning import Embed, Exemplars, MeaningScreen
 
 logger = logging.getLogger(__name__)
@@ -58,9 +58,12 @@ def tuning_rows(labelled: Path) -> list[tuple[str, str]]:
 
 
 def exemplars_embed(*, rows: Iterable[tuple[str, str]], embed: Embed, model_name: str) -> Exemplars:
-    """The rows' texts embedded (query form, as the screen embeds what it reads)."""
+    """The rows' texts embedded as the screen embeds what it reads: in query form, normalised
+    like the patterns read (NFKC turns Chinese full-width punctuation into ASCII)."""
     listed = list(rows)
-    vectors = np.stack([np.asarray(embed(text), dtype=np.float32) for text, _ in listed])
+    vectors = np.stack(
+        [np.asarray(embed(normalised(text)), dtype=np.float32) for text, _ in listed]
+    )
     return Exemplars(
         model_name=model_name,
         texts=tuple(text for text, _ in listed),
