@@ -1,14 +1,16 @@
 """Would closeness in meaning catch the injections the quarantine's patterns miss? Measured in
-process on the labelled set (tests/data/quarantine_labelled.jsonl), nothing built into the
-service yet.
+process on the labelled set (tests/data/quarantine_labelled.jsonl) with the service's own screen
+by meaning (memoryproject/quarantine_meaning.py) and its shipped exemplars (the tuning part,
+memories/data/injection_exemplars.npz).
 
-Every text is embedded as recall embeds a query (the configured embedder). A text is held by
-meaning when its nearest hostile text of the tuning part is at least `floor` close and closer
-by `margin` than its nearest benign one; the screen holds it as well when the patterns do. The
-margin and floor are chosen on the tuning part alone (each text left out of its own
-neighbours), as the smallest margin and floor with no more than `--max-benign` of its benign
-texts held; the held-out and fresh parts are then reported at that choice, beside the patterns
-alone, with the embedding's cost per text.
+As the service does, only a text's sentences holding a cue word (vocabulary kind
+`injection_cue`) are embedded, the first three, as recall embeds a query (the configured
+embedder). A sentence is held by meaning when its nearest hostile exemplar is at least `floor`
+close and closer by `margin` than its nearest benign one; a text is held when the patterns hold
+it or one of its sentences is. The margin and floor are chosen on the tuning part alone (each
+text left out of its own neighbours), as the smallest margin and floor with no more than
+`--max-benign` of its benign texts held; the held-out and fresh parts are then reported at that
+choice, beside the patterns alone, with the embedding's cost per sentence.
 
     .venv/bin/python benchmarks/quarantine_semantic.py
 """
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import time
 from pathlib import Path
@@ -25,7 +26,6 @@ from pathlib import Path
 from _setup import ROOT, django_setup
 
 DATA = ROOT / "tests" / "data" / "quarantine_labelled.jsonl"
-VOCABULARY = ROOT / "memories" / "data" / "vocabulary.json"
 MARGINS = [round(0.005 * step, 3) for step in range(0, 11)]
 FLOORS = [0.80, 0.84, 0.86, 0.88, 0.90]
 PARTS = ("tune", "held_out", "fresh")
@@ -39,42 +39,51 @@ def main() -> None:
     import numpy as np
 
     from memories.ltm.embedder import embedder
-    from memoryproject.quarantine import InjectionScreen
-
-    kinds = {
-        "injection_override": "instruction_override",
-        "injection_disclosure": "prompt_disclosure",
-        "injection_role": "role_change",
-        "injection_marker": "fake_marker",
-    }
-    vocabulary = json.loads(VOCABULARY.read_text(encoding="utf-8"))
-    screen = InjectionScreen(
-        {reason: [re.compile(p, re.I) for p in vocabulary[kind]] for kind, reason in kinds.items()}
+    from memories.quarantine.exemplars import exemplars_for, meaning_screen_of
+    from memories.vocabulary import default_vocabulary, screen_of
+    from memoryproject.quarantine_meaning import (
+        Closeness,
+        MeaningScreen,
+        exemplars_subset,
+        held_by,
     )
-    rows = [json.loads(line) for line in Path(DATA).read_text(encoding="utf-8").splitlines()]
+
     model = embedder()
-    costs = []
-    vectors = []
-    for row in rows:
-        started = time.perf_counter()
-        vectors.append(model.embed_query(row["text"]))
-        costs.append((time.perf_counter() - started) * 1000)
-    matrix = np.asarray(vectors)
-    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    tune = [i for i, row in enumerate(rows) if row["part"] == "tune"]
-    hostile = np.array([i for i in tune if rows[i]["label"] == "hostile"])
-    benign = np.array([i for i in tune if rows[i]["label"] == "benign"])
-    by_pattern = [bool(screen.text(row["text"])) for row in rows]
+    costs: list[float] = []
+    vectors: dict[str, np.ndarray] = {}
 
-    def nearest(i: int, among: np.ndarray) -> float:
-        others = among[among != i]
-        return float((matrix[others] @ matrix[i]).max())
+    def embed(sentence: str) -> np.ndarray:
+        if sentence not in vectors:
+            started = time.perf_counter()
+            vectors[sentence] = model.embed_query(sentence)
+            costs.append((time.perf_counter() - started) * 1000)
+        return vectors[sentence]
 
-    closeness = [(nearest(i, hostile), nearest(i, benign)) for i in range(len(rows))]
+    patterns = screen_of(default_vocabulary())
+    screen = meaning_screen_of(model_name=model.model_name, embed=embed)
+    exemplars = exemplars_for(model_name=model.model_name, embed=embed)
+    position = {text: index for index, text in enumerate(exemplars.texts)}
+    rows = [json.loads(line) for line in Path(DATA).read_text(encoding="utf-8").splitlines()]
+    by_pattern = [bool(patterns.text(row["text"])) for row in rows]
+
+    def closeness_of(row: dict) -> list[Closeness]:
+        judge = screen
+        if row["text"] in position:  # a tuning text is no neighbour of its own
+            keep = np.ones(len(exemplars.texts), dtype=bool)
+            keep[position[row["text"]]] = False
+            judge = MeaningScreen(
+                embed=embed,
+                exemplars=exemplars_subset(exemplars, keep),
+                margin=screen.margin,
+                floor=screen.floor,
+                cues=screen.cues,
+            )
+        return [judge.closeness(embed(sentence)) for sentence in screen.sentences(row["text"])]
+
+    closeness = [closeness_of(row) for row in rows]
 
     def held(i: int, margin: float, floor: float) -> bool:
-        near_hostile, near_benign = closeness[i]
-        return by_pattern[i] or (near_hostile >= floor and near_hostile - near_benign >= margin)
+        return by_pattern[i] or any(held_by(c, margin=margin, floor=floor) for c in closeness[i])
 
     def figures(part: str, margin: float | None, floor: float) -> tuple[int, int, int, int]:
         rows_of = [i for i, row in enumerate(rows) if row["part"] == part]
@@ -93,7 +102,12 @@ def main() -> None:
         if chosen:
             break
     assert chosen, "no margin keeps the tuning part's benign texts within the bound"
-    print(f"{len(rows)} texts; embedding p50 {statistics.median(costs):.1f} ms a text")
+    embedded = sum(1 for c in closeness if c)
+    print(
+        f"{len(rows)} texts, {embedded} with a cue sentence ({len(vectors)} sentences); "
+        f"embedding p50 {statistics.median(costs):.1f} ms a sentence"
+    )
+    print(f"configured: margin {screen.margin}, floor {screen.floor}")
     print(f"chosen on the tuning part: margin {chosen[0]}, floor {chosen[1]}\n")
     print(f"{'part':10} {'screen':18} {'hostile held':>14} {'benign held':>12}")
     for part in PARTS:

@@ -1,4 +1,20 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from django.apps import AppConfig
+
+if TYPE_CHECKING:
+    from memoryproject.quarantine_meaning import MeaningScreen
+
+
+def meaning_screen_source() -> MeaningScreen:
+    """The quarantine's screen by meaning over the configured embedder (query embeddings are
+    cached in Redis, so extraction and history screening the same event embed it once)."""
+    from memories.ltm.embedder import embedder, query_vector
+    from memories.quarantine.exemplars import meaning_screen_of
+
+    return meaning_screen_of(model_name=embedder().model_name, embed=query_vector)
 
 
 class MemoriesConfig(AppConfig):
@@ -14,7 +30,11 @@ class MemoriesConfig(AppConfig):
         from memories.stores import stores_register
         from memories.write.extraction import extraction_on_append
         from memoryproject.celery import app as celery_app
-        from memoryproject.quarantine import register_hold_recorder, register_screen_source
+        from memoryproject.quarantine import (
+            register_hold_recorder,
+            register_meaning_source,
+            register_screen_source,
+        )
         from memoryproject.redaction import register_tenant_patterns
         from transcripts.reactions import register_append_reactions
 
@@ -22,6 +42,7 @@ class MemoriesConfig(AppConfig):
         # as an instruction to the model, without importing this app.
         register_tenant_patterns(redaction_patterns)
         register_screen_source(injection_screen)
+        register_meaning_source(meaning_screen_source)
         register_hold_recorder(quarantine_record)
         # What an append sets going above Layer 0, in this order (docs/architecture.md, "The
         # path of an append"):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
-from memoryproject.quarantine import InjectionScreen, Reason
+from memoryproject.quarantine import InjectionScreen, Reason, meaning_screen
 from memoryproject.redaction import DEFAULT, Redactor
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "vocabulary.json"
@@ -33,8 +33,10 @@ INJECTION_KINDS = {
     "injection_role": Reason.ROLE_CHANGE,
     "injection_marker": Reason.FAKE_MARKER,
 }
+# Words that address the model: the screen by meaning embeds only sentences holding one.
+INJECTION_CUE_KIND = "injection_cue"
 # Kinds a tenant's entry of runs on every write: each is tried on hostile input when saved.
-GUARDED_KINDS = frozenset({REDACTION_KIND, *INJECTION_KINDS})
+GUARDED_KINDS = frozenset({REDACTION_KIND, INJECTION_CUE_KIND, *INJECTION_KINDS})
 
 
 def compile_pattern(kind: str, pattern: str) -> re.Pattern[str]:
@@ -160,8 +162,13 @@ def redactor_of(vocabulary: Vocabulary) -> Redactor:
     return Redactor(extra) if extra else DEFAULT
 
 
-def screen_of(vocabulary: Vocabulary) -> InjectionScreen:
-    """The quarantine screen of the vocabulary's injection patterns."""
+def screen_of(vocabulary: Vocabulary, *, by_meaning: bool = False) -> InjectionScreen:
+    """The quarantine screen of the vocabulary's injection patterns; `by_meaning` adds the
+    screen by meaning (unless switched off), reading the vocabulary's cue words."""
+    meaning = meaning_screen() if by_meaning else None
     return InjectionScreen(
-        {reason: vocabulary.patterns.get(kind, ()) for kind, reason in INJECTION_KINDS.items()}
+        {reason: vocabulary.patterns.get(kind, ()) for kind, reason in INJECTION_KINDS.items()},
+        meaning=meaning.with_cues(vocabulary.patterns.get(INJECTION_CUE_KIND, ()))
+        if meaning is not None
+        else None,
     )

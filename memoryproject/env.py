@@ -7,6 +7,7 @@ traceback from deep inside a driver much later.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -60,6 +61,27 @@ class Env:
             raise ConfigError(name, f"expected an integer, got {value!r}") from None
         if minimum is not None and number < minimum:
             raise ConfigError(name, f"must be at least {minimum}, got {number}")
+        return number
+
+    def number(
+        self,
+        name: str,
+        default: Any = _MISSING,
+        *,
+        minimum: float | None = None,
+        maximum: float | None = None,
+    ) -> float:
+        value = self._raw(name, default)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if math.isnan(number) or math.isinf(number):
+            raise ConfigError(name, f"expected a number, got {value!r}")
+        if minimum is not None and number < minimum:
+            raise ConfigError(name, f"must be at least {minimum}, got {value!r}")
+        if maximum is not None and number > maximum:
+            raise ConfigError(name, f"must be at most {maximum}, got {value!r}")
         return number
 
     def csv_list(self, name: str, default: Any = _MISSING) -> list[str]:

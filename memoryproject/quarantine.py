@@ -18,9 +18,17 @@ tenant's vocabulary entries, so a tenant adds its own):
 - `fake_marker`: chat-template and tool-call markers (`<|im_start|>`, `[INST]…[/INST]`,
   `<<SYS>>`, a fenced `tool_call`), a `SYSTEM:` or `【系统指令】` line speaking to the model.
 
+A second screen, by meaning (`memoryproject.quarantine_meaning.MeaningScreen`), is consulted
+only when no pattern matched and only where the caller asks for it (`screen_for(tenant,
+by_meaning=True)`): on the paths where a text becomes the user's word, a rule, or reaches recall
+unlabelled (user events, proposals, profile patches, promotion). Assistant and tool events and
+card imports keep the patterns alone: they are recalled quoted and attributed as evidence, and
+an import of a thousand cards cannot wait for a thousand embeddings.
+
 Like redaction, it lives below every layer so Layer 1 (profiles) screens its writes too: the
-memories app registers the source of a tenant's screen and the recorder of held texts when it
-starts (`register_screen_source`, `register_hold_recorder`).
+memories app registers the source of a tenant's screen, the source of the meaning screen and
+the recorder of held texts when it starts (`register_screen_source`, `register_meaning_source`,
+`register_hold_recorder`).
 """
 
 from __future__ import annotations
@@ -29,9 +37,13 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from prometheus_client import Counter
+
+if TYPE_CHECKING:
+    from memoryproject.quarantine_meaning import MeaningScreen
 
 
 class Reason:
@@ -82,13 +94,26 @@ class Finding:
 
 
 class InjectionScreen:
-    """Patterns by reason; `text` answers the first finding or None."""
+    """Patterns by reason, and optionally the screen by meaning for what they let pass; `text`
+    answers the first finding or None."""
 
-    def __init__(self, patterns: Mapping[str, Sequence[re.Pattern[str]]]) -> None:
+    def __init__(
+        self,
+        patterns: Mapping[str, Sequence[re.Pattern[str]]],
+        *,
+        meaning: MeaningScreen | None = None,
+    ) -> None:
         self._patterns = tuple((reason, tuple(patterns.get(reason, ()))) for reason in Reason.ALL)
+        self.meaning = meaning
 
     def __bool__(self) -> bool:
-        return any(patterns for _, patterns in self._patterns)
+        return self.meaning is not None or any(patterns for _, patterns in self._patterns)
+
+    def patterns_only(self) -> InjectionScreen:
+        """The same patterns without the screen by meaning."""
+        if self.meaning is None:
+            return self
+        return InjectionScreen(dict(self._patterns))
 
     def text(self, text: str, *, path: str = "") -> Finding | None:
         if not text or not text.strip():
@@ -99,7 +124,7 @@ class InjectionScreen:
                 match = pattern.search(readable)
                 if match:
                     return Finding(reason, match.group(0)[:_EXCERPT_CHARS].strip(), path)
-        return None
+        return self.meaning.text(readable, path=path) if self.meaning is not None else None
 
     def value(self, value: Any, *, path: str = "") -> Finding | None:
         """The first finding in any string of a JSON-like value (dict keys too)."""
@@ -135,9 +160,11 @@ NO_SCREEN = InjectionScreen({})
 
 
 # --- the memories app supplies a tenant's screen and keeps what is held -----------------------
-ScreenSource = Callable[[Any], InjectionScreen]
+ScreenSource = Callable[..., InjectionScreen]  # (tenant, *, by_meaning) -> its screen
+MeaningSource = Callable[[], "MeaningScreen"]
 HoldRecorder = Callable[..., tuple[str, bool]]  # (quarantine id, whether it is new)
 _sources: list[ScreenSource] = []
+_meaning_sources: list[MeaningSource] = []
 _recorders: list[HoldRecorder] = []
 
 
@@ -147,6 +174,21 @@ def register_screen_source(source: ScreenSource) -> None:
         _sources.append(source)
 
 
+def register_meaning_source(source: MeaningSource) -> None:
+    """Let the app that owns the embedder and the exemplars build the screen by meaning (it
+    loads them once per process, at first use)."""
+    if source not in _meaning_sources:
+        _meaning_sources.append(source)
+
+
+def meaning_screen() -> MeaningScreen | None:
+    """The screen by meaning with the default cues, or None when it is switched off
+    (`QUARANTINE_BY_MEANING`) or nothing supplies it."""
+    if not settings.QUARANTINE_BY_MEANING or not _meaning_sources:
+        return None
+    return _meaning_sources[0]()
+
+
 def register_hold_recorder(recorder: HoldRecorder) -> None:
     """Let the app that owns the review table keep held texts (called inside the writer's
     transaction, so a held text and the write it belongs to commit or roll back together)."""
@@ -154,9 +196,10 @@ def register_hold_recorder(recorder: HoldRecorder) -> None:
         _recorders.append(recorder)
 
 
-def screen_for(tenant: Any) -> InjectionScreen:
-    """The tenant's screen: default patterns and its own (none without the memories app)."""
-    return _sources[0](tenant) if _sources else NO_SCREEN
+def screen_for(tenant: Any, *, by_meaning: bool = False) -> InjectionScreen:
+    """The tenant's screen: default patterns and its own (none without the memories app);
+    `by_meaning` adds the screen by meaning for what the patterns let pass."""
+    return _sources[0](tenant, by_meaning=by_meaning) if _sources else NO_SCREEN
 
 
 def hold(

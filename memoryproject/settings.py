@@ -183,6 +183,13 @@ EMBEDDING_API_KEY = env.string("EMBEDDING_API_KEY", "")
 EMBEDDING_TIMEOUT = env.integer("EMBEDDING_TIMEOUT", 20, minimum=1)
 EMBEDDING_DIM = env.integer("EMBEDDING_DIM", 384, minimum=1)  # for the openai embedder
 EMBEDDING_MODEL = env.string("EMBEDDING_MODEL", "multilingual-e5-small")  # for openai
+# The quarantine's screen by meaning (memoryproject/quarantine_meaning.py): on user events,
+# proposals, profile patches and promotion, a cue sentence the patterns let pass is held when
+# its nearest hostile exemplar is at least FLOOR close and closer by MARGIN than its nearest
+# benign one (both chosen on the labelled set's tuning part, benchmarks/quarantine_semantic.py).
+QUARANTINE_BY_MEANING = env.boolean("QUARANTINE_BY_MEANING", True)
+QUARANTINE_MEANING_MARGIN = env.number("QUARANTINE_MEANING_MARGIN", 0.03, minimum=0, maximum=2)
+QUARANTINE_MEANING_FLOOR = env.number("QUARANTINE_MEANING_FLOOR", 0.80, minimum=-1, maximum=1)
 # Per-branch time limit of hybrid long-term search; a slower branch is dropped (degraded).
 LTM_BRANCH_TIMEOUT_SECONDS = float(env.integer("LTM_BRANCH_TIMEOUT_MS", 2000, minimum=10)) / 1000
 

@@ -196,6 +196,8 @@ def cards_import_screened(
     """`cards_import` for cards from outside: a card whose text reads as an instruction to the
     model is held for review (`quarantined`, nothing of it written), the others import."""
     redacted = redacted_cards(cards, redactor=redactor_for(tenant), path="cards")
+    # The patterns alone: an imported card is recalled quoted and attributed as evidence, and
+    # an import of a thousand cards cannot wait for an embedding per card.
     screen = screen_for(tenant)
     held: dict[int, dict[str, str]] = {}
     for index, card in enumerate(redacted):

@@ -30,9 +30,9 @@ def redaction_patterns(tenant: Tenant) -> tuple[re.Pattern[str], ...]:
     return tuple(compile_pattern(REDACTION_KIND, value) for value in values)
 
 
-def injection_screen(tenant: Tenant | int) -> InjectionScreen:
-    """The tenant's quarantine screen: the default injection patterns and its own (registered
-    with `memoryproject.quarantine`)."""
+def injection_screen(tenant: Tenant | int, *, by_meaning: bool = False) -> InjectionScreen:
+    """The tenant's quarantine screen: the default injection patterns and its own, with the
+    screen by meaning when asked (registered with `memoryproject.quarantine`)."""
     tenant_id = tenant if isinstance(tenant, int) else tenant.pk
     entries = list(
         VocabularyEntry.objects.filter(
@@ -40,4 +40,4 @@ def injection_screen(tenant: Tenant | int) -> InjectionScreen:
         ).values_list("kind", "value")
     )
     vocabulary = default_vocabulary().extended(entries) if entries else default_vocabulary()
-    return screen_of(vocabulary)
+    return screen_of(vocabulary, by_meaning=by_meaning)

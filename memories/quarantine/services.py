@@ -20,6 +20,9 @@ from profiles.models import EndUser, Tenant
 from transcripts.models import Session
 
 SCREENED_ROLES = frozenset({"user", "assistant", "tool"})
+# The user's own words are screened by meaning too; assistant and tool events, recalled quoted
+# and attributed as evidence, by the patterns alone.
+ROLES_BY_MEANING = frozenset({"user"})
 
 
 def new_quarantine_id() -> str:
@@ -102,16 +105,19 @@ def event_ref(*, session_pk: int, seq: int) -> str:
 
 def events_held(*, session: Session, events: Sequence[dict[str, Any]]) -> set[int]:
     """The seqs of the session's user, assistant and tool events whose text reads as an
-    instruction to the model, each held (once) for review; released ones pass.
+    instruction to the model, each held (once) for review; released ones pass. User events
+    are screened by meaning as well as by the patterns.
 
     Neither extraction nor the history index uses a held event; the transcript keeps it
     (Layer 0 is append-only).
     """
-    screen = injection_screen(session.tenant_id)
+    by_meaning = injection_screen(session.tenant_id, by_meaning=True)
+    patterns = by_meaning.patterns_only()
     found: dict[int, tuple[dict[str, Any], Finding]] = {}
     for event in events:
         if event.get("role") not in SCREENED_ROLES:
             continue
+        screen = by_meaning if event.get("role") in ROLES_BY_MEANING else patterns
         finding = screen.text(str(event.get("content") or ""), path="content")
         if finding is not None:
             found[int(event["seq"])] = (event, finding)
@@ -149,8 +155,9 @@ def proposal_held(
 ) -> bool:
     """Whether a promotion proposal (of the scan or of reflection) reads as an instruction to
     the model: then it is held for review, once per fingerprint, instead of proposed; once a
-    reviewer releases it, the next scan proposes it."""
-    finding = injection_screen(tenant).value(proposal)
+    reviewer releases it, the next scan proposes it. Screened by meaning too: a promoted text
+    becomes a rule or a profile fact."""
+    finding = injection_screen(tenant, by_meaning=True).value(proposal)
     if finding is None:
         return False
     ref = f"promotion:{fingerprint}"

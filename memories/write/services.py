@@ -84,7 +84,8 @@ def proposals_submit(
 
     A candidate whose text reads as an instruction to the model (`memoryproject.quarantine`)
     is held for review instead (outcome `quarantined`, refusal `quarantined`), unless a
-    reviewer released the same one before; `screen=False` is a reviewer's release.
+    reviewer released the same one before; `screen=False` is a reviewer's release. Every
+    candidate, whatever its source kind, is screened by meaning as well as by the patterns.
     """
     settings = policy_for(tenant=tenant)
     vocabulary = vocabulary_for(tenant=tenant)
@@ -187,7 +188,7 @@ def _screened(
 ) -> dict[int, Finding]:
     """The candidates that read as an instruction to the model, by index, with why; those a
     reviewer released before pass."""
-    screen = screen_of(vocabulary)
+    screen = screen_of(vocabulary, by_meaning=True)
     findings: dict[int, Finding] = {}
     for index, redaction in enumerate(redacted_all):
         candidate = redaction.candidate

@@ -120,10 +120,11 @@ def profile_patch_apply(
 ) -> PatchResult:
     """`profile_update` for a patch from outside: a free-text value (display name, answer
     style, extras, a preference's or fact's value) that reads as an instruction to the model
-    is held for review and left out; the rest lands as one unit. A patch that is all held
-    writes nothing (not even the end user)."""
+    is held for review and left out (screened by meaning too: a profile value is recalled as
+    the user's own word); the rest lands as one unit. A patch that is all held writes nothing
+    (not even the end user)."""
     redacted = redacted_patch(patch, redactor=redactor_for(tenant))
-    screen = screen_for(tenant)
+    screen = screen_for(tenant, by_meaning=True)
     quarantined: list[dict[str, str]] = []
 
     def held(name: str, value: Any, part: dict[str, Any]) -> bool:

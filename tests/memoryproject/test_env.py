@@ -18,6 +18,7 @@ def test_typed_values_and_defaults() -> None:
     assert env.integer("N", minimum=1) == 12
     assert env.csv_list("L") == ["a", "b", "c"]
     assert env.json_object("J") == {"x": 1}
+    assert Env({"F": "0.03"}).number("F", minimum=0, maximum=1) == 0.03
     assert env.string("MISSING", "fallback") == "fallback"
 
 
@@ -45,6 +46,9 @@ def test_database_url_becomes_a_django_database() -> None:
         ({"R": "redis://h:99999"}, lambda e: e.url("R", schemes=("redis",)), "invalid port"),
         ({"D": "postgres://h:5432/"}, lambda e: e.database("D"), "D: names no database"),
         ({"J": "[1]"}, lambda e: e.json_object("J"), "J: must be a JSON object"),
+        ({"F": "nan"}, lambda e: e.number("F"), "F: expected a number"),
+        ({"F": "-0.1"}, lambda e: e.number("F", minimum=0), "F: must be at least 0"),
+        ({"F": "3"}, lambda e: e.number("F", maximum=2), "F: must be at most 2"),
     ],
 )
 def test_bad_values_name_the_variable(environ, call, message: str) -> None:

@@ -1,0 +1,157 @@
+"""The quarantine's second screen: closeness in meaning to known injections.
+
+The patterns of `memoryproject.quarantine` hold the phrasings they were written for; a new
+phrasing of the same request ("Kindly set aside what you were told earlier…") slips past
+them. This screen embeds the sentences of a text that address the model (a cue word: model,
+prompt, rule, 指令, 扮演 …, the vocabulary kind `injection_cue`) and holds a sentence whose
+nearest hostile exemplar is at least `floor` close and closer by `margin` than its nearest
+benign exemplar; the finding takes that hostile exemplar's reason.
+
+It is pure arithmetic over vectors: the embedding function and the exemplars are given (the
+memories app builds them from `memories/data/injection_exemplars.npz` and the configured
+embedder). Vectors are compared by cosine, so any scale the embedding has does not matter.
+
+The bound on what one text costs: a text without a cue is never embedded; a short one (at most
+`WHOLE_TEXT_CHARS`, like the exemplars, which are one or two sentences) is embedded whole, once;
+of a longer one only the sentences holding a cue are, the first `MAX_SENTENCES` of them, each
+cut to `MAX_SENTENCE_CHARS`. So one string costs at most three embeddings (~30 ms each on the
+default embedder, less when Redis has the query's vector).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from memoryproject.quarantine import Finding, normalised
+
+WHOLE_TEXT_CHARS = 240
+MAX_SENTENCES = 3
+MAX_SENTENCE_CHARS = 400
+_EXCERPT_CHARS = 160
+# A sentence ends at . ! ? ; (followed by a space), at 。！？； (Chinese puts no space after
+# them) or at a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
+
+Embed = Callable[[str], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Exemplars:
+    """Labelled texts embedded in query form: hostile ones with their reason, benign ones."""
+
+    model_name: str
+    texts: tuple[str, ...]
+    vectors: np.ndarray  # (n, dim), one row per text
+    reasons: tuple[str, ...]  # a hostile text's reason code; "" for a benign one
+
+    @property
+    def hostile(self) -> np.ndarray:
+        return np.array([bool(reason) for reason in self.reasons], dtype=bool)
+
+
+@dataclass(frozen=True)
+class Closeness:
+    """How close one sentence is to the nearest hostile and the nearest benign exemplar."""
+
+    hostile: float
+    benign: float
+    reason: str  # the nearest hostile exemplar's
+
+
+def held_by(closeness: Closeness, *, margin: float, floor: float) -> bool:
+    """Whether a sentence this close reads as hostile: near enough to a hostile exemplar, and
+    nearer to it than to any benign one by the margin."""
+    return closeness.hostile >= floor and closeness.hostile - closeness.benign >= margin
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    return matrix / np.where(norms == 0, 1, norms)
+
+
+class MeaningScreen:
+    """Holds a text one of whose cue sentences reads like a hostile exemplar."""
+
+    def __init__(
+        self,
+        *,
+        embed: Embed,
+        exemplars: Exemplars,
+        margin: float,
+        floor: float,
+        cues: Sequence[re.Pattern[str]],
+    ) -> None:
+        hostile = exemplars.hostile
+        if not hostile.any() or hostile.all():
+            raise ValueError("the exemplars need hostile and benign texts")
+        unit = _unit_rows(exemplars.vectors)
+        self._embed = embed
+        self._exemplars = exemplars
+        self._hostile = unit[hostile]
+        self._hostile_reasons = tuple(r for r in exemplars.reasons if r)
+        self._benign = unit[~hostile]
+        self.margin = margin
+        self.floor = floor
+        self.cues = tuple(cues)
+
+    def with_cues(self, cues: Sequence[re.Pattern[str]]) -> MeaningScreen:
+        """The same exemplars and thresholds with other cue patterns (a tenant's vocabulary)."""
+        return MeaningScreen(
+            embed=self._embed,
+            exemplars=self._exemplars,
+            margin=self.margin,
+            floor=self.floor,
+            cues=cues,
+        )
+
+    def has_cue(self, text: str) -> bool:
+        return any(cue.search(text) for cue in self.cues)
+
+    def sentences(self, text: str) -> list[str]:
+        """What is worth embedding: a short text with a cue whole; of a longer one the
+        sentences holding a cue, at most `MAX_SENTENCES`."""
+        readable = normalised(text).strip()
+        if len(readable) <= WHOLE_TEXT_CHARS:
+            return [readable] if readable and self.has_cue(readable) else []
+        chosen: list[str] = []
+        for sentence in _SENTENCE_END.split(readable):
+            sentence = sentence.strip()
+            if sentence and self.has_cue(sentence):
+                chosen.append(sentence[:MAX_SENTENCE_CHARS])
+                if len(chosen) == MAX_SENTENCES:
+                    break
+        return chosen
+
+    def closeness(self, vector: np.ndarray) -> Closeness:
+        unit = _unit_rows(vector)
+        to_hostile = self._hostile @ unit
+        nearest = int(to_hostile.argmax())
+        return Closeness(
+            hostile=float(to_hostile[nearest]),
+            benign=float((self._benign @ unit).max()),
+            reason=self._hostile_reasons[nearest],
+        )
+
+    def text(self, text: str, *, path: str = "") -> Finding | None:
+        """The first cue sentence that reads like a hostile exemplar, as a finding."""
+        for sentence in self.sentences(text):
+            closeness = self.closeness(self._embed(sentence))
+            if held_by(closeness, margin=self.margin, floor=self.floor):
+                return Finding(closeness.reason, sentence[:_EXCERPT_CHARS].strip(), path)
+        return None
+
+
+def exemplars_subset(exemplars: Exemplars, keep: np.ndarray) -> Exemplars:
+    """The exemplars whose rows `keep` selects (a text left out of its own neighbours)."""
+    indexes = np.flatnonzero(keep)
+    return replace(
+        exemplars,
+        texts=tuple(exemplars.texts[i] for i in indexes),
+        vectors=exemplars.vectors[indexes],
+        reasons=tuple(exemplars.reasons[i] for i in indexes),
+    )
