@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from memories.audit.models import AuditChange
 from memories.audit.services import Action, Actor, audit_record, state_sha256
 from memories.ltm.models import LtmCard
 from memories.quarantine.models import QuarantinedText
@@ -26,6 +28,7 @@ from memories.review.models import DeletionRequest, PromotionRequest
 from memoryproject.errors import StoreUnavailable
 from memoryproject.stores import Erasure, Findings, registered, steps_of
 from profiles.models import EndUser, StableFact, UserPreference
+from profiles.services.profile_versions import fact_field
 from transcripts.models import Session
 from transcripts.services import sessions_erase
 
@@ -127,7 +130,21 @@ def _step_postgres(request: DeletionRequest, inventory: dict[str, Any]) -> dict[
             return {"ltmcard": deleted}
         model = UserPreference if inventory["model"] == "UserPreference" else StableFact
         deleted, _ = model.objects.filter(pk__in=inventory["row_ids"]).delete()
-        return {model.__name__.lower(): deleted}
+        values, _ = _audit_values_of_fact(request, inventory).delete()
+        return {model.__name__.lower(): deleted, "audit_values": values}
+
+
+def _audit_values_of_fact(request: DeletionRequest, inventory: dict[str, Any]) -> QuerySet[Any]:
+    """The values the audit trail kept of the erased fact's or preference's key (a user's
+    go with the user's row; their events stay, naming the values' hashes only)."""
+    key = inventory["key"]
+    if inventory["model"] == "UserPreference":
+        fields = Q(field=f"preferences.{key}")
+    else:
+        fields = Q(field=fact_field(key)) | Q(field__startswith=f"{fact_field(key)}@")
+    return AuditChange.objects.filter(
+        fields, event__tenant_id=request.tenant_id, end_user_id=inventory["end_user_pk"]
+    )
 
 
 def _store_step(run: Callable[[Erasure], dict[str, int]]) -> StepRun:
@@ -217,10 +234,12 @@ def _verify_postgres(
             UserPreference.objects.filter(end_user_id=pk).count()
             + StableFact.objects.filter(end_user_id=pk).count()
             + PromotionRequest.objects.filter(end_user_id=pk).count()
+            + AuditChange.objects.filter(end_user_id=pk).count()
         )
     if request.kind in (Kind.FACT, Kind.PREFERENCE):
         model = UserPreference if inventory["model"] == "UserPreference" else StableFact
         findings.by_id["postgres_rows"] = model.objects.filter(pk__in=inventory["row_ids"]).count()
+        findings.by_id["postgres_audit_values"] = _audit_values_of_fact(request, inventory).count()
         remaining = model.objects.filter(**inventory["owner"], key=inventory["key"])
         erased_values = set(inventory["value_hashes"])
         findings.by_hash["postgres_values"] = sum(
