@@ -343,6 +343,55 @@ def test_approving_with_edits_applies_the_edited_value(review) -> None:
     assert promotion.status == ReviewStatus.APPROVED
 
 
+def test_an_approval_with_edits_keeps_the_proposal_as_proposed_and_shows_both(review) -> None:
+    client, promotion, mine = review["client"], review["my_promotion"], review["mine"]
+
+    client.post(
+        promotion_url(promotion),
+        {
+            "_approve_edited": "1",
+            "value": "terse points, refunds to 4111-1111-1111-1111 <b>",
+            "reason": "wording",
+        },
+    )
+
+    promotion.refresh_from_db()
+    assert promotion.status == ReviewStatus.APPROVED
+    assert promotion.proposal_as_proposed == {
+        "key": "preference.answer_style",
+        "value": "short bullet points",
+        "target": "preference",
+    }
+    approved = "terse points, refunds to [REDACTED:bank_card] <b>"
+    assert promotion.proposal["value"] == approved
+    event = AuditEvent.objects.get(tenant=mine, action=Action.APPROVE)
+    assert event.details["edited"] is True and event.details["edited_fields"] == ["value"]
+    assert [(c.field, c.before, c.after) for c in event.changes.all()] == [
+        ("value", "short bullet points", approved)
+    ]
+
+    page = client.get(promotion_url(promotion)).content.decode()
+    edits = page[page.index('id="reviewer-edits"') :]
+    edits = edits[: edits.index("</table>")]
+    assert "As proposed" in edits and "As approved" in edits and "changed value" in edits
+    assert 'class="diff-replace"' in edits and "short bullet points" in edits
+    assert "[REDACTED:bank_card] &lt;b&gt;" in edits and "<b>" not in edits  # escaped
+    assert "4111" not in page
+
+
+def test_a_card_approved_as_proposed_keeps_no_second_copy(review) -> None:
+    client, mine, alice = review["client"], review["mine"], review["alice"]
+    promotion = card_proposal(mine, alice)
+
+    client.post(promotion_url(promotion), {"_approve": "1", "reason": "as proposed"})
+
+    promotion.refresh_from_db()
+    assert promotion.status == ReviewStatus.APPROVED and promotion.proposal_as_proposed is None
+    event = AuditEvent.objects.get(tenant=mine, action=Action.APPROVE)
+    assert event.details["edited_fields"] == [] and not event.changes.exists()
+    assert 'id="reviewer-edits"' not in client.get(promotion_url(promotion)).content.decode()
+
+
 def test_an_invalid_edit_changes_nothing(review) -> None:
     client, mine, alice = review["client"], review["mine"], review["alice"]
     promotion = fact_proposal(mine, alice, key="preference.max_items", value=5)
