@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -603,6 +604,36 @@ def test_the_deletion_queue_is_scoped_and_read_only(deletions) -> None:
     assert 'name="_approve"' in detail and 'name="_reject"' in detail
     assert 'name="target"' not in detail  # every field is read-only
     assert "Receipt" in detail or "receipt" in detail
+
+
+def test_the_deletion_review_lists_what_the_erasure_removes(deletions) -> None:
+    client, mine = deletions["client"], deletions["mine"]
+    cards_import(
+        tenant=mine,
+        cards=[
+            CardInput(memory_type=LtmCard.Type.SEMANTIC_FACT, summary=text, user_id="alice")
+            for text in ("Alice deploys on Fridays.", "Alice reads the runbook first.")
+        ],
+    )
+    user_del, _ = deletion_request(
+        tenant=mine, kind="user", target="alice", actor=Actor.job("test"), reason="asked"
+    )
+
+    detail = client.get(deletion_url(user_del)).content.decode()
+    inventory = detail[detail.index('id="erasure-inventory"') :]
+    inventory = inventory[: inventory.index("</table>")]
+    row = r'<tr><th scope="row">(.*?)</th><td>(.*?)</td><td>(.*?)</td></tr>'
+    rows = set(re.findall(row, inventory))
+    assert ("postgres", "end users", "1") in rows
+    assert ("postgres", "user preferences", "1") in rows
+    assert ("cards", "long-term cards (Elasticsearch, Milvus)", "2") in rows
+    assert ("transcripts", "transcript sessions", "1") in rows  # the conversation of s-1
+    assert any(store == "history" for store, _, _ in rows)
+    assert any(store == "short_term" for store, _, _ in rows)
+    assert DeletionRequest.objects.get(pk=user_del.pk).progress == {}  # nothing noted yet
+
+    fact_detail = client.get(deletion_url(deletions["mine_del"])).content.decode()
+    assert "preference versions of preference.color" in fact_detail
 
 
 def test_approving_a_deletion_erases_and_keeps_the_receipt(
