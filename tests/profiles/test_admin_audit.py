@@ -385,3 +385,35 @@ def test_a_long_value_is_cut_to_its_bound(admin_of_mine) -> None:
     [change] = events(mine)[0].changes.all()
     assert len(change.after) == MAX_CHANGE_VALUE_CHARS and change.after.endswith("…")
     assert audit_verify(tenant=mine).ok
+
+
+def test_a_users_stable_fact_takes_its_tenant_from_the_end_user(admin_of_mine) -> None:
+    client, _, mine, user = admin_of_mine
+    shop = mine.projects.get(key="shop")
+    page = client.get(reverse("admin:profiles_stablefact_add")).content.decode()
+    # the owner comes first; the tenant is asked for last, and only for a tenant-wide fact
+    assert (
+        page.index('name="end_user"') < page.index('name="project"') < page.index('name="tenant"')
+    )
+
+    response = client.post(
+        reverse("admin:profiles_stablefact_add"),
+        {"end_user": user.pk, "key": "fact.city", "value": "Lyon"},  # no tenant sent
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    fact = StableFact.objects.get(end_user=user, key="fact.city")
+    assert (fact.tenant_id, fact.scope, fact.value) == (mine.pk, "user", "Lyon")
+
+    by_project = client.post(
+        reverse("admin:profiles_stablefact_add"),
+        {"project": shop.pk, "key": "config.region", "value": "eu-west"},
+    )
+    assert by_project.status_code == 302
+    assert StableFact.objects.get(project=shop, key="config.region").tenant_id == mine.pk
+
+    nothing = client.post(
+        reverse("admin:profiles_stablefact_add"), {"key": "config.zone", "value": "a"}
+    )
+    assert nothing.status_code == 200
+    assert "Pick the tenant, an end user or a project." in nothing.content.decode()
+    assert not StableFact.objects.filter(key="config.zone").exists()
