@@ -136,10 +136,12 @@ class AuditEventAdmin(RedactedDisplayMixin, ReadOnlyScopedAdmin):
 
     @admin.display(description="changed")
     def changed_fields(self, obj: AuditEvent) -> str:
+        """The first field changed (all of them on hover), kept short for the list's width."""
         names = [entry.get("field", "") for entry in (obj.details or {}).get("changes") or []]
-        if len(names) > 3:
-            return f"{', '.join(names[:3])} +{len(names) - 3} more"
-        return ", ".join(names) or "-"
+        if not names:
+            return "-"
+        more = f" +{len(names) - 1} more" if len(names) > 1 else ""
+        return format_html('<span title="{}">{}{}</span>', ", ".join(names), names[0][:40], more)
 
     @admin.action(description="Verify the audit chain of the selected events' tenants")
     def verify_chain(self, request: HttpRequest, queryset: QuerySet[AuditEvent]) -> None:

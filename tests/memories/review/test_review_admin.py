@@ -657,6 +657,42 @@ def test_approving_a_deletion_erases_and_keeps_the_receipt(
     assert deletion.receipt_sha256 in detail and 'name="_approve"' not in detail
 
 
+def test_erasing_a_preference_removes_the_values_the_audit_kept_of_it(
+    deletions, django_capture_on_commit_callbacks
+) -> None:
+    from memories.audit.models import AuditChange
+    from memories.audit.services import audit_verify
+    from profiles.services.profile_patch import ProfilePatch, profile_update
+
+    client, mine, alice = deletions["client"], deletions["mine"], deletions["alice"]
+    for value in ("navy", "olive"):
+        profile_update(
+            tenant=mine,
+            external_id="alice",
+            patch=ProfilePatch(preferences=[{"key": "preference.shade", "value": value}]),
+        )
+    kept = AuditChange.objects.filter(end_user=alice, field="preferences.preference.shade")
+    assert kept.count() == 2
+    pref = UserPreference.objects.get(end_user=alice, key="preference.shade", is_current=True)
+    deletion, _ = deletion_request(
+        tenant=mine, kind="preference", target=f"pref_{pref.pk}", actor=Actor.job("test")
+    )
+    detail = client.get(deletion_url(deletion)).content.decode()
+    assert "audit changes&#x27; values" in detail or "audit changes' values" in detail
+
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(deletion_url(deletion), {"_approve": "1", "reason": "user asked"})
+
+    deletion.refresh_from_db()
+    assert deletion.status == DeletionRequest.Status.DONE
+    assert deletion.receipt["stores"]["postgres"]["audit_values"] == 2
+    assert not kept.exists()
+    assert audit_verify(tenant=mine).ok
+    event = AuditEvent.objects.filter(tenant=mine, object_type="profile").first()
+    page = client.get(reverse("admin:memories_auditevent_change", args=[event.pk]))
+    assert "values erased with what they were of" in page.content.decode()
+
+
 def test_rejecting_a_deletion_needs_a_reason(deletions) -> None:
     client, deletion = deletions["client"], deletions["mine_del"]
 
