@@ -15,8 +15,10 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.template.loader import render_to_string
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from memories.audit.models import AuditEvent
 from memories.audit.services import audit_verify
@@ -25,8 +27,9 @@ from memories.jobs import promotion_scan_task
 from memories.ltm import admin as ltm_admin  # noqa: F401
 from memories.policies import admin as policies_admin  # noqa: F401
 from memories.review import admin as review_admin  # noqa: F401
-from memories.review.admin_common import short_time
+from memories.review.admin_common import pretty, short_time
 from memoryproject.admin_redaction import RedactedDisplayMixin
+from memoryproject.redaction import redact_json, redactor_for
 from profiles.admin import TenantAdmin
 from profiles.admin_scoping import TENANT_FILTER, ReadOnlyScopedAdmin, allowed_tenants
 from profiles.models import Tenant, TenantMembership
@@ -45,6 +48,7 @@ class AuditEventAdmin(RedactedDisplayMixin, ReadOnlyScopedAdmin):
         "action",
         "object_type",
         "object_short",
+        "changed_fields",
         "tenant",
         "short_hash",
     )
@@ -64,6 +68,7 @@ class AuditEventAdmin(RedactedDisplayMixin, ReadOnlyScopedAdmin):
         "before_sha256",
         "after_sha256",
         "reason",
+        "changes_table",
         "details",
         "created_at",
         "prev_sha256",
@@ -93,6 +98,50 @@ class AuditEventAdmin(RedactedDisplayMixin, ReadOnlyScopedAdmin):
         first = ids[0] if ids else obj.object_id
         more = f" +{len(ids) - 1} more" if len(ids) > 1 else ""
         return format_html('<span title="{}">{}{}</span>', obj.object_id, first[:40], more)
+
+    @admin.display(description="changes")
+    def changes_table(self, obj: AuditEvent) -> SafeString | str:
+        """Each changed field's value before and after, as recorded (redacted again for the
+        page); a field whose values went with an erased end user says so."""
+        recorded = (obj.details or {}).get("changes") or []
+        if not recorded:
+            return "-"
+        redactor = redactor_for(obj.tenant_id)
+        kept = {change.position: change for change in obj.changes.all()}
+        changes, erased = [], []
+        for position, entry in enumerate(recorded):
+            change = kept.get(position)
+            if change is None:
+                erased.append(entry.get("field", ""))
+                continue
+            before = redact_json(change.before, redactor, context=change.field)
+            after = redact_json(change.after, redactor, context=change.field)
+            changes.append(
+                {
+                    "field": change.field,
+                    "before": before,
+                    "after": after,
+                    "before_text": pretty(before),
+                    "after_text": pretty(after),
+                }
+            )
+        return render_to_string(
+            "admin/memories/auditevent/changes.html",
+            {
+                "changes": changes,
+                "erased": erased,
+                "omitted": (obj.details or {}).get("changes_omitted", 0),
+            },
+        )
+
+    @admin.display(description="changed")
+    def changed_fields(self, obj: AuditEvent) -> str:
+        """The first field changed (all of them on hover), kept short for the list's width."""
+        names = [entry.get("field", "") for entry in (obj.details or {}).get("changes") or []]
+        if not names:
+            return "-"
+        more = f" +{len(names) - 1} more" if len(names) > 1 else ""
+        return format_html('<span title="{}">{}{}</span>', ", ".join(names), names[0][:40], more)
 
     @admin.action(description="Verify the audit chain of the selected events' tenants")
     def verify_chain(self, request: HttpRequest, queryset: QuerySet[AuditEvent]) -> None:

@@ -6,7 +6,7 @@ the app loads, so this module imports every subpackage's model module. The app l
 imports a model from its own home (`memories.ltm.models`, ...), never from here.
 """
 
-from memories.audit.models import AuditEvent  # noqa: F401
+from memories.audit.models import AuditChange, AuditEvent  # noqa: F401
 from memories.history.models import HistoryCursor, HistoryOutbox  # noqa: F401
 from memories.ltm.models import ForgettingCursor, LtmCard, LtmOutbox  # noqa: F401
 from memories.policies.models import (  # noqa: F401

@@ -280,15 +280,34 @@ class UserPreferenceAdmin(RedactedDisplayMixin, VersionedScopedAdmin):
 
 
 class StableFactForm(RedactedFieldsForm):
+    """A fact's owner: an end user or a project, whose tenant it is, or a tenant alone (the
+    tenant is asked for only then)."""
+
     redacted_fields = ("value",)
     value = PlainOrJsonField(help_text=VALUE_HELP)
 
     class Meta:
         model = StableFact
-        fields = ("tenant", "project", "end_user", "key", "value")
+        fields = ("end_user", "project", "tenant", "key", "value")
+        help_texts = {
+            "end_user": "A fact of this user; the tenant is the user's.",
+            "project": "A fact of this project (with an end user: that user's in this project).",
+            "tenant": "Only for a fact of the whole tenant; otherwise the user's or project's.",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "tenant" in self.fields:
+            self.fields["tenant"].required = False
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        if "tenant" in self.fields and not cleaned.get("tenant"):
+            owner = cleaned.get("end_user") or cleaned.get("project")
+            if owner is not None:
+                cleaned["tenant"] = owner.tenant
+            elif not self.has_error("end_user") and not self.has_error("project"):
+                self.add_error("tenant", "Pick the tenant, an end user or a project.")
         tenant = cleaned.get("tenant") or getattr(self.instance, "tenant", None)
         for name in ("project", "end_user"):
             owner = cleaned.get(name)
@@ -316,8 +335,8 @@ class StableFactAdmin(RedactedDisplayMixin, VersionedScopedAdmin):
     readonly_fields = ("scope", "version", "is_current", "source", "approved_by", "created_at")
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        if obj is None:
-            return ("tenant", "project", "end_user", "key", "value")
+        if obj is None:  # the owner first: the tenant follows from an end user or a project
+            return ("end_user", "project", "tenant", "key", "value")
         return ("tenant", "project", "end_user", "key", "value", *self.readonly_fields)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:

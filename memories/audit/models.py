@@ -1,7 +1,8 @@
-"""The audit trail's table: one row per change, hash-chained per tenant.
+"""The audit trail's tables: one row per change, hash-chained per tenant, and the values a
+change replaced and wrote, kept beside the chain.
 
-It sits below every layer that writes (Layer 1 included), so it names its tenant by the app
-registry ("profiles.Tenant") instead of importing it.
+They sit below every layer that writes (Layer 1 included), so they name the tenant and the
+end user by the app registry ("profiles.Tenant") instead of importing them.
 """
 
 from __future__ import annotations
@@ -47,3 +48,32 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.action} {self.object_type} {self.object_id}"
+
+
+class AuditChange(models.Model):
+    """One field's value before and after the change an audit event records, redacted.
+
+    Kept beside the chain, not in it: the event's details hold the hash of each value, so a
+    changed value is caught by `audit_verify`, while an erasure can remove the values of its
+    end user (they go with the user's row) and the chain still verifies.
+    """
+
+    event = models.ForeignKey(AuditEvent, on_delete=models.CASCADE, related_name="changes")
+    position = models.PositiveSmallIntegerField()  # its index in the event's details
+    end_user = models.ForeignKey(
+        "profiles.EndUser", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    field = models.CharField(max_length=300)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["event", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["event", "position"], name="auditchange_unique_position"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.before!r} -> {self.after!r}"

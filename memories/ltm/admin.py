@@ -17,6 +17,7 @@ class LtmCardAdmin(RedactedDisplayMixin, ReadOnlyScopedAdmin):
     list_display = (
         "memory_id",
         "tenant",
+        "card_user",
         "memory_type",
         "title",
         "status",
@@ -24,6 +25,11 @@ class LtmCardAdmin(RedactedDisplayMixin, ReadOnlyScopedAdmin):
         "updated_at",
     )
     list_filter = ("status", "memory_type", "source_type", TENANT_FILTER)
-    search_fields = ("memory_id", "external_id", "title", "summary")
+    search_fields = ("memory_id", "external_id", "end_user__external_id", "title", "summary")
     list_select_related = ("tenant", "end_user", "project")
     readonly_fields = ("source_refs", "version", "created_at", "updated_at")
+
+    @admin.display(description="end user", ordering="end_user__external_id")
+    def card_user(self, obj: LtmCard) -> str:
+        """The tenant's id of the card's user; a card shared by all users has none."""
+        return obj.end_user.external_id if obj.end_user else "(all users)"

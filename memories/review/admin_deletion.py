@@ -26,8 +26,9 @@ from memories.review.admin_common import (
     short_time,
 )
 from memories.review.deletion import deletion_approve, deletion_reject
+from memories.review.erasure import erasure_inventory
 from memories.review.models import DeletionRequest
-from memoryproject.errors import DomainError
+from memoryproject.errors import DomainError, StoreUnavailable
 from profiles.admin_scoping import TENANT_FILTER
 
 STORES = ("redis", "elasticsearch", "milvus", "history", "transcripts", "postgres")
@@ -133,6 +134,7 @@ class DeletionRequestAdmin(DecisionPageAdmin):
                 )
             },
         ),
+        ("What will be erased", {"fields": ("inventory_table",)}),
         ("Decision", {"fields": ("status", "decided_by", "decided_at", "decision_reason")}),
         (
             "Erasure",
@@ -165,6 +167,21 @@ class DeletionRequestAdmin(DecisionPageAdmin):
     @admin.display(description="completed", ordering="completed_at")
     def completed(self, obj: DeletionRequest) -> str:
         return short_time(obj.completed_at)
+
+    @admin.display(description="inventory")
+    def inventory_table(self, obj: DeletionRequest) -> SafeString | str:
+        """What the erasure removes from each store, read now while it waits (what it noted
+        once it started); a done request's receipt says what was removed."""
+        if obj.status == DeletionRequest.Status.REJECTED:
+            return "-"
+        if obj.status == DeletionRequest.Status.DONE:
+            return "Erased: the receipt below lists what each store removed."
+        context: dict[str, Any] = {"noted": bool((obj.progress or {}).get("inventory"))}
+        try:
+            context["lines"] = erasure_inventory(obj)
+        except (StoreUnavailable, DomainError) as exc:
+            context["unavailable"] = str(exc)
+        return render_to_string("admin/memories/deletionrequest/inventory.html", context)
 
     @admin.display(description="receipt")
     def receipt_table(self, obj: DeletionRequest) -> SafeString | str:

@@ -43,6 +43,7 @@ from memories.review.admin_promotion_form import (
 )
 from memories.review.models import PromotionRequest, ReviewStatus
 from memories.review.promotion import (
+    CARD_EDITABLE,
     promotion_approve,
     promotion_merge,
     promotion_reject,
@@ -62,7 +63,13 @@ from profiles.admin_scoping import TENANT_FILTER
 class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
     """Promotion proposals: approve (as shown), reject, merge or retarget, through services."""
 
-    redacted_fields = ("proposal", "evidence", "existing", "decision_reason")
+    redacted_fields = (
+        "proposal",
+        "proposal_as_proposed",
+        "evidence",
+        "existing",
+        "decision_reason",
+    )
     list_display = (
         "request_id",
         "proposal_headline",
@@ -96,6 +103,7 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
         "origin",
         "memory_type",
         "proposal",
+        "proposal_as_proposed",
         "evidence",
         "existing",
         "confidence",
@@ -298,10 +306,30 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
                 for repeat in repeats
             ],
             **self._comparison(promotion),
+            **self._reviewer_edits(promotion),
             **(extra_context or {}),
         }
         request.current_app = self.admin_site.name
         return TemplateResponse(request, self.review_template, context)
+
+    @staticmethod
+    def _reviewer_edits(promotion: PromotionRequest) -> dict[str, Any]:
+        """A proposal approved with edits: as proposed beside as approved, line by line, and
+        the fields the reviewer changed (both redacted on display, like the proposal)."""
+        original = promotion.proposal_as_proposed
+        if original is None:
+            return {}
+        approved = promotion.proposal
+        return {
+            "edited_fields": [
+                name
+                for name in sorted({*original, *approved})
+                if original.get(name) != approved.get(name)
+            ],
+            "edit_diff": side_by_side(
+                proposal_lines(original, promotion.path), proposal_lines(approved, promotion.path)
+            ),
+        }
 
     def _comparison(self, promotion: PromotionRequest) -> dict[str, Any]:
         """A profile fact: the key's value now beside the proposed one; a card: the nearest
@@ -353,3 +381,17 @@ class PromotionRequestAdmin(RedactedDisplayMixin, ReviewQueueAdmin):
         reject=promotion_reject,
         title="Reject promotion requests",
     )
+
+
+def proposal_lines(proposal: dict[str, Any], path: str) -> str:
+    """A proposal as reviewers compare two of them: a profile fact's value, or every field a
+    reviewer may edit of a card, one `name: value` block each."""
+    if path == PROFILE_FACT:
+        return pretty(proposal.get("value"))
+    blocks = []
+    for name in CARD_EDITABLE:
+        value = proposal.get(name)
+        if isinstance(value, list):
+            value = ", ".join(str(part) for part in value)
+        blocks.append(f"{name}: {pretty(value)}")
+    return "\n".join(blocks)

@@ -13,19 +13,24 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection, router, transaction
+from django.db.models import Q, QuerySet
+from django.db.models.deletion import Collector
 from django.utils import timezone
 
+from memories.audit.models import AuditChange
 from memories.audit.services import Action, Actor, audit_record, state_sha256
 from memories.ltm.models import LtmCard
 from memories.quarantine.models import QuarantinedText
 from memories.review.deletion import fact_row_for
 from memories.review.models import DeletionRequest, PromotionRequest
 from memoryproject.errors import StoreUnavailable
-from memoryproject.stores import Erasure, Findings, registered, steps_of
+from memoryproject.stores import PROBE_SAMPLE, Erasure, Findings, registered, steps_of
 from profiles.models import EndUser, StableFact, UserPreference
+from profiles.services.profile_versions import fact_field
 from transcripts.models import Session
 from transcripts.services import sessions_erase
 
@@ -68,6 +73,65 @@ def _inventory(request: DeletionRequest) -> dict[str, Any]:
         if store.inventory is not None:
             inventory |= store.inventory(_erasure(request, inventory))
     return inventory
+
+
+@dataclass(frozen=True)
+class InventoryLine:
+    """One line of what an erasure removes, as its reviewer reads it before approving."""
+
+    store: str
+    what: str
+    count: int
+    at_least: bool = False  # a sample that stops at its bound: there may be more
+
+
+def erasure_inventory(request: DeletionRequest) -> list[InventoryLine]:
+    """What approving `request` would erase (or what its erasure noted, once it started): each
+    registered store's inventory entry point, as the erasure job notes it, and the PostgreSQL
+    rows its `postgres` step removes. Reads every store, so it may raise `StoreUnavailable`."""
+    inventory = (request.progress or {}).get("inventory") or _inventory(request)
+    if inventory.get("missing"):
+        return []
+    lines = [InventoryLine("postgres", what, n) for what, n in _rows_of_record(request, inventory)]
+    ids = (
+        ("short_term", "short-term items", "stm_item_ids", True),
+        ("cards", "long-term cards (Elasticsearch, Milvus)", "card_ids", False),
+        ("history", "episodic history entries", "history_entry_ids", False),
+        ("transcripts", "transcript sessions", "session_pks", False),
+    )
+    for store, what, key, sampled in ids:
+        if key in inventory:
+            count = len(inventory[key])
+            lines.append(InventoryLine(store, what, count, sampled and count >= PROBE_SAMPLE))
+    return lines
+
+
+def _rows_of_record(request: DeletionRequest, inventory: dict[str, Any]) -> list[tuple[str, int]]:
+    """The PostgreSQL rows the `postgres` step removes, by kind."""
+    if request.kind == Kind.USER:
+        end_user = EndUser.objects.filter(pk=inventory["end_user_pk"]).first()
+        if end_user is None:
+            return []
+        collector = Collector(using=router.db_for_write(EndUser))
+        collector.collect([end_user])
+        counts: dict[str, int] = {}
+        for model, rows in collector.data.items():
+            counts[str(model._meta.verbose_name_plural)] = len(rows)
+        for queryset in collector.fast_deletes:
+            name = str(queryset.model._meta.verbose_name_plural)
+            counts[name] = counts.get(name, 0) + queryset.count()
+        # Held texts are filed by the tenant's user id, not by a key to the row.
+        counts["quarantined texts"] = QuarantinedText.objects.filter(
+            tenant_id=request.tenant_id, user_id=inventory["user_id"]
+        ).count()
+        return [(name, n) for name, n in sorted(counts.items()) if n]
+    if request.kind == Kind.CARD:
+        return [("long-term card ledger rows", len(inventory.get("card_ids", [])))]
+    versions = len(inventory["row_ids"])
+    noun = "preference" if inventory["model"] == "UserPreference" else "stable fact"
+    lines = [(f"{noun} versions of {inventory['key']}", versions)]
+    values = _audit_values_of_fact(request, inventory).count()
+    return [*lines, ("audit changes' values", values)] if values else lines
 
 
 def _fact_inventory(request: DeletionRequest) -> dict[str, Any]:
@@ -127,7 +191,21 @@ def _step_postgres(request: DeletionRequest, inventory: dict[str, Any]) -> dict[
             return {"ltmcard": deleted}
         model = UserPreference if inventory["model"] == "UserPreference" else StableFact
         deleted, _ = model.objects.filter(pk__in=inventory["row_ids"]).delete()
-        return {model.__name__.lower(): deleted}
+        values, _ = _audit_values_of_fact(request, inventory).delete()
+        return {model.__name__.lower(): deleted, "audit_values": values}
+
+
+def _audit_values_of_fact(request: DeletionRequest, inventory: dict[str, Any]) -> QuerySet[Any]:
+    """The values the audit trail kept of the erased fact's or preference's key (a user's
+    go with the user's row; their events stay, naming the values' hashes only)."""
+    key = inventory["key"]
+    if inventory["model"] == "UserPreference":
+        fields = Q(field=f"preferences.{key}")
+    else:
+        fields = Q(field=fact_field(key)) | Q(field__startswith=f"{fact_field(key)}@")
+    return AuditChange.objects.filter(
+        fields, event__tenant_id=request.tenant_id, end_user_id=inventory["end_user_pk"]
+    )
 
 
 def _store_step(run: Callable[[Erasure], dict[str, int]]) -> StepRun:
@@ -217,10 +295,12 @@ def _verify_postgres(
             UserPreference.objects.filter(end_user_id=pk).count()
             + StableFact.objects.filter(end_user_id=pk).count()
             + PromotionRequest.objects.filter(end_user_id=pk).count()
+            + AuditChange.objects.filter(end_user_id=pk).count()
         )
     if request.kind in (Kind.FACT, Kind.PREFERENCE):
         model = UserPreference if inventory["model"] == "UserPreference" else StableFact
         findings.by_id["postgres_rows"] = model.objects.filter(pk__in=inventory["row_ids"]).count()
+        findings.by_id["postgres_audit_values"] = _audit_values_of_fact(request, inventory).count()
         remaining = model.objects.filter(**inventory["owner"], key=inventory["key"])
         erased_values = set(inventory["value_hashes"])
         findings.by_hash["postgres_values"] = sum(

@@ -35,6 +35,9 @@ class PromotionRequest(ReviewedRequest):
     memory_type = models.CharField(max_length=32)
     # A profile fact: {"key", "value", "target": "preference" | "fact"}; a card: its fields.
     proposal = models.JSONField(default=dict)
+    # The proposal as it was proposed, kept when a reviewer approves or merges it with edits
+    # (`proposal` then holds it as approved); null when it was decided as proposed.
+    proposal_as_proposed = models.JSONField(null=True, blank=True)
     # Short-term item ids, transcript message ids per session, triggers and their reasons.
     evidence = models.JSONField(default=dict)
     # A profile fact: the key's current value; a card: the nearest existing cards.

@@ -15,7 +15,15 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from memories.audit.services import Action, Actor, AuditEntry, audit_record, audit_record_many
+from memories.audit.services import (
+    Action,
+    Actor,
+    AuditEntry,
+    Change,
+    audit_record,
+    audit_record_many,
+    changes_between,
+)
 from memories.ltm.models import LtmCard
 from memories.ltm.services import CardInput, card_merge, cards_import
 from memories.review.models import PromotionRequest, ReviewStatus
@@ -76,6 +84,20 @@ def _edited(request: PromotionRequest, edits: Mapping[str, Any] | None) -> dict[
     elif proposal.get("value") in ("", None):
         raise Invalid("A fact needs a value.", fields={"value": ["Required."]})
     return proposal
+
+
+def _keep_as_proposed(request: PromotionRequest, proposal: dict[str, Any]) -> None:
+    """Write `proposal` as the request's, keeping the proposal as it was proposed when the
+    reviewer's edits (or the redaction of them) changed it."""
+    if proposal != request.proposal and request.proposal_as_proposed is None:
+        request.proposal_as_proposed = request.proposal
+    request.proposal = proposal
+
+
+def _edit_changes(before: Mapping[str, Any], proposal: Mapping[str, Any]) -> list[Change]:
+    """The fields of a proposal the reviewer's edits changed, with their values (a profile
+    fact's value is redacted knowing its key)."""
+    return changes_between(before, proposal, contexts={"value": str(before.get("key", ""))})
 
 
 def _source_ids(request: PromotionRequest) -> list[str]:
@@ -198,7 +220,7 @@ def promotion_approve(
             _refuse_repeat(repeats)
         [(card, _)] = cards_import(tenant=request.tenant, cards=[_card_input(request, proposal)])
         result_ref = card.memory_id
-    request.proposal = proposal
+    _keep_as_proposed(request, proposal)
     _decide(
         request,
         status=ReviewStatus.APPROVED,
@@ -206,6 +228,7 @@ def promotion_approve(
         reason=reason,
         result_ref=result_ref,
     )
+    edited = _edit_changes(before, proposal)
     approve = AuditEntry(
         action=Action.APPROVE,
         object_type="promotion_request",
@@ -216,8 +239,10 @@ def promotion_approve(
         end_user_pk=request.end_user_id,
         details={
             "edited": proposal != before,
+            "edited_fields": [change.field for change in edited],
             **({"as_new_card": True, "repeats": [r.as_dict() for r in repeats]} if repeats else {}),
         },
+        changes=edited,
     )
     promote = AuditEntry(
         action=Action.PROMOTE,
@@ -272,6 +297,7 @@ def promotion_merge(
     if request.path != PromotionRequest.Path.LTM:
         raise Invalid("Only long-term card proposals can be merged into a card.")
     proposal = _edited(request, edits)
+    before = request.proposal
     lock_cards_of(request.end_user)
     target = LtmCard.objects.filter(tenant=request.tenant, memory_id=memory_id).first()
     if target is None or target.end_user_id not in (None, request.end_user_id):
@@ -282,7 +308,8 @@ def promotion_merge(
         memory_id=memory_id,
         addition=_card_input(request, proposal),
     )
-    request.proposal = proposal
+    _keep_as_proposed(request, proposal)
+    edited = _edit_changes(before, proposal)
     _decide(
         request,
         status=ReviewStatus.APPROVED,
@@ -302,8 +329,10 @@ def promotion_merge(
         details={
             "promotion": request.request_id,
             "version": card.version,
+            "edited_fields": [change.field for change in edited],
             **({"repeat": repeat.as_dict()} if repeat else {}),
         },
+        changes=edited,
     )
     return request
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import transaction
 
+from memories.audit.services import changes_between
 from profiles.models import AgentSetting
 from profiles.services.audit import staff_audit
 
@@ -20,6 +21,7 @@ def agent_setting_save(*, setting: AgentSetting, staff: Any) -> AgentSetting:
         )
         setting.full_clean()
         setting.save()
+        after = {"key": setting.key, "project_id": setting.project_id, "value": setting.value}
         staff_audit(
             tenant=setting.tenant_id,
             action="update" if before else "create",
@@ -27,8 +29,9 @@ def agent_setting_save(*, setting: AgentSetting, staff: Any) -> AgentSetting:
             object_type="agent_setting",
             object_id=f"agent_setting:{setting.pk}",
             before=before,
-            after={"key": setting.key, "project_id": setting.project_id, "value": setting.value},
+            after=after,
             details={"keys": [setting.key]},
+            changes=changes_between(before, after, contexts={"value": setting.key}),
         )
     return setting
 
@@ -36,13 +39,15 @@ def agent_setting_save(*, setting: AgentSetting, staff: Any) -> AgentSetting:
 def agent_setting_delete(*, setting: AgentSetting, staff: Any) -> None:
     """Delete an agent setting, with its audit event."""
     with transaction.atomic():
+        before = {"key": setting.key, "project_id": setting.project_id, "value": setting.value}
         staff_audit(
             tenant=setting.tenant_id,
             action="delete",
             staff=staff,
             object_type="agent_setting",
             object_id=f"agent_setting:{setting.pk}",
-            before={"key": setting.key, "project_id": setting.project_id, "value": setting.value},
+            before=before,
             details={"keys": [setting.key]},
+            changes=changes_between(before, None, contexts={"value": setting.key}),
         )
         setting.delete()

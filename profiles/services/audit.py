@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from memories.audit.services import Actor, audit_record
+from memories.audit.services import Actor, Change, audit_record, changes_between
 from profiles.models import Tenant
 
 
@@ -19,9 +20,14 @@ def staff_audit(
     after: Any = None,
     details: dict[str, Any] | None = None,
     end_user_pk: int | None = None,
+    changes: Sequence[Change] | None = None,
 ) -> None:
     """Record a staff user's change of Layer 1 in the tenant's audit trail (in the caller's
-    transaction). The trail sits below this layer, so every writer can record into it."""
+    transaction), with the values of the fields it changed (`changes`, redacted there; by
+    default the fields that differ between `before` and `after`). The trail sits below this
+    layer, so every writer can record into it."""
+    if changes is None:
+        changes = changes_between(before, after) if _is_state(before, after) else []
     audit_record(
         tenant=tenant,
         action=action,
@@ -32,4 +38,11 @@ def staff_audit(
         after=after,
         end_user_pk=end_user_pk,
         details=details,
+        changes=changes,
     )
+
+
+def _is_state(before: Any, after: Any) -> bool:
+    """Whether the two states are records of named fields (a missing one included)."""
+    states = [state for state in (before, after) if state is not None]
+    return bool(states) and all(isinstance(state, dict) for state in states)

@@ -9,13 +9,27 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from memories.audit.services import Action, Actor, audit_record
+from memories.audit.services import Action, Actor, audit_record, changes_between
 from memoryproject.errors import Invalid
 from memoryproject.quarantine import WritePath, held_view, hold, screen_for
 from memoryproject.redaction import Redactor, Report, redactor_for
-from profiles.models import EndUser, Project, Source, Tenant, UserProfile, UserProjectRole
+from profiles.models import (
+    EndUser,
+    Project,
+    Source,
+    StableFact,
+    Tenant,
+    UserPreference,
+    UserProfile,
+    UserProjectRole,
+)
 from profiles.services.end_users import end_user_get_or_create
-from profiles.services.profile_versions import fact_set, preference_set, refuse_emptied
+from profiles.services.profile_versions import (
+    fact_field,
+    fact_set,
+    preference_set,
+    refuse_emptied,
+)
 
 PROFILE_FIELDS = ("language", "answer_style", "timezone", "display_name", "extras")
 REDACTED_PROFILE_FIELDS = ("answer_style", "display_name", "extras")
@@ -54,6 +68,7 @@ def profile_update(
     projects = _projects_by_key(tenant=tenant, keys=project_keys)
     end_user = end_user_get_or_create(tenant=tenant, external_id=external_id)
     EndUser.objects.select_for_update().filter(pk=end_user.pk).get()
+    before = touched_state(end_user=end_user, patch=patch)
 
     if patch.profile:
         profile, _ = UserProfile.objects.get_or_create(end_user=end_user)
@@ -101,8 +116,47 @@ def profile_update(
             redactor=redactor,
         )
     EndUser.objects.filter(pk=end_user.pk).update(updated_at=timezone.now())
-    _audit_profile_change(tenant, end_user, patch, actor, staff)
+    after = touched_state(end_user=end_user, patch=patch)
+    _audit_profile_change(tenant, end_user, patch, actor, staff, before=before, after=after)
     return end_user
+
+
+def touched_state(*, end_user: EndUser, patch: ProfilePatch) -> dict[str, Any]:
+    """The stored values of everything `patch` touches, by field name (`profile.timezone`,
+    `preferences.<key>`, `facts.<key>` or `facts.<key>@<project>`, `roles.<project>`); None
+    where there is none. Read before and after the patch, it says what changed."""
+    state: dict[str, Any] = {}
+    if patch.profile:
+        profile = UserProfile.objects.filter(end_user=end_user).values(*PROFILE_FIELDS).first()
+        for name in PROFILE_FIELDS:
+            if name in patch.profile:
+                state[f"profile.{name}"] = profile[name] if profile else None
+    if patch.preferences:
+        keys = [item["key"] for item in patch.preferences]
+        preferences = UserPreference.objects.filter(
+            end_user=end_user, key__in=keys, is_current=True
+        ).values_list("key", "value")
+        current = dict(preferences)
+        for key in keys:
+            state[f"preferences.{key}"] = current.get(key)
+    if patch.facts:
+        facts = StableFact.objects.filter(
+            end_user=end_user, key__in=[item["key"] for item in patch.facts], is_current=True
+        ).values_list("key", "project__key", "value")
+        by_name = {fact_field(key, project): value for key, project, value in facts}
+        for item in patch.facts:
+            name = fact_field(item["key"], item.get("project"))
+            state[name] = by_name.get(name)
+    if patch.roles:
+        roles = UserProjectRole.objects.filter(end_user=end_user).values_list(
+            "project__key", "role", "permission_scope"
+        )
+        held = {
+            project: {"role": role, "permission_scope": scope} for project, role, scope in roles
+        }
+        for item in patch.roles:
+            state[f"roles.{item['project']}"] = held.get(item["project"])
+    return state
 
 
 @dataclass(frozen=True)
@@ -201,7 +255,14 @@ def redacted_patch(patch: ProfilePatch, *, redactor: Redactor) -> ProfilePatch:
 
 
 def _audit_profile_change(
-    tenant: Tenant, end_user: EndUser, patch: ProfilePatch, actor: Any, staff: Any
+    tenant: Tenant,
+    end_user: EndUser,
+    patch: ProfilePatch,
+    actor: Any,
+    staff: Any,
+    *,
+    before: dict[str, Any],
+    after: dict[str, Any],
 ) -> None:
     if actor is None:
         actor = Actor.staff(staff) if staff is not None else Actor.job("profile")
@@ -211,7 +272,9 @@ def _audit_profile_change(
         actor=actor,
         object_type="profile",
         object_id=f"end_user:{end_user.pk}",  # not the tenant's id: audit outlives erasure
+        before=before,
         after=asdict(patch),
+        changes=changes_between(before, after),
         end_user_pk=end_user.pk,
         details={
             "parts": [name for name, value in asdict(patch).items() if value],

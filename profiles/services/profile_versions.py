@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from memories.audit.services import Change
 from memoryproject.errors import Invalid
 from memoryproject.redaction import Redactor, Report, redactor_for
 from profiles.models import EndUser, Project, Source, StableFact, Tenant, UserPreference
@@ -41,6 +42,11 @@ def _write_version(
     row.full_clean(validate_unique=False, validate_constraints=False)
     row.save()
     return row
+
+
+def fact_field(key: str, project: str | None = None) -> str:
+    """How the audit trail names a stable fact's value: `facts.<key>`, `facts.<key>@<project>`."""
+    return f"facts.{key}@{project}" if project else f"facts.{key}"
 
 
 def refuse_emptied(report: Report) -> None:
@@ -120,15 +126,17 @@ def fact_set(
     with transaction.atomic():
         lock_target: Any = end_user or project or tenant
         type(lock_target).objects.select_for_update().filter(pk=lock_target.pk).get()
+        owner = {
+            "tenant": tenant,
+            "scope": scope,
+            "project": project,
+            "end_user": end_user,
+            "key": key,
+        }
+        before = StableFact.objects.filter(**owner, is_current=True).values("value").first()
         row = _write_version(
             StableFact,
-            owner={
-                "tenant": tenant,
-                "scope": scope,
-                "project": project,
-                "end_user": end_user,
-                "key": key,
-            },
+            owner=owner,
             value=value,
             details={
                 "source": source,
@@ -147,6 +155,13 @@ def fact_set(
                 after={"key": key, "value": value, "scope": scope, "version": row.version},
                 end_user_pk=end_user.pk if end_user else None,
                 details={"keys": [key], "project": project.key if project else ""},
+                changes=[
+                    Change(
+                        fact_field(key, project.key if project else None),
+                        before["value"] if before else None,
+                        row.value,
+                    )
+                ],
             )
     assert isinstance(row, StableFact)
     return row

@@ -250,3 +250,170 @@ def test_key_and_tenant_changes_are_audited(admin_of_mine) -> None:
         ("update", "tenant", actor),
     ]
     assert audit_verify(tenant=mine).ok
+
+
+CARD = "4111-1111-1111-1111"
+
+
+def changes_of(event: AuditEvent) -> list[tuple[str, Any, Any]]:
+    return [(c.field, c.before, c.after) for c in event.changes.all()]
+
+
+def test_a_profile_edit_records_each_fields_before_and_after_redacted(admin_of_mine) -> None:
+    client, _, mine, user = admin_of_mine
+    # given a profile written before redaction covered it: a raw card number in its name
+    UserProfile.objects.create(end_user=user, display_name=f"Ann {CARD}", answer_style="long")
+    url = reverse("admin:profiles_enduser_change", args=[user.pk])
+    form = end_user_form(user, **inline_management("profile", 1, 1))
+    form.update(
+        {
+            "profile-0-id": user.profile.pk,
+            "profile-0-display_name": "Ann",
+            "profile-0-answer_style": "brief",
+        }
+    )
+
+    response = client.post(url, form)
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    [event] = events(mine)
+    assert sorted(changes_of(event)) == [
+        ("profile.answer_style", "long", "brief"),
+        ("profile.display_name", "Ann [REDACTED:bank_card]", "Ann"),
+    ]
+    assert CARD not in str(event.details) and "1111" not in str(changes_of(event))
+    assert [c["field"] for c in event.details["changes"]] == [c.field for c in event.changes.all()]
+    assert event.before_sha256  # the state before is hashed now too
+    assert audit_verify(tenant=mine).ok
+
+    page = client.get(reverse("admin:memories_auditevent_change", args=[event.pk]))
+    html = page.content.decode()
+    assert 'id="audit-changes"' in html and "profile.display_name" in html
+    assert "Ann [REDACTED:bank_card]" in html and "brief" in html and CARD not in html
+    listing = client.get(reverse("admin:memories_auditevent_changelist")).content.decode()
+    assert "profile.answer_style" in listing
+
+
+def test_preference_fact_role_and_setting_changes_keep_their_values(admin_of_mine) -> None:
+    client, _, mine, user = admin_of_mine
+    shop = mine.projects.get(key="shop")
+    profile_update(
+        tenant=mine,
+        external_id=user.external_id,
+        patch=ProfilePatch(
+            preferences=[{"key": "preference.tone", "value": "formal"}],
+            facts=[{"key": "fact.city", "value": "Lyon", "project": "shop"}],
+            roles=[{"project": "shop", "role": "dev"}],
+        ),
+    )
+    profile_update(
+        tenant=mine,
+        external_id=user.external_id,
+        patch=ProfilePatch(
+            preferences=[{"key": "preference.tone", "value": "casual"}],
+            facts=[{"key": "fact.city", "value": "Lyon", "project": "shop"}],  # unchanged
+            roles=[{"project": "shop", "role": None}],
+        ),
+    )
+    client.post(
+        reverse("admin:profiles_agentsetting_add"),
+        {"tenant": mine.pk, "key": "config.db_password", "value": "hunter2-hunter2"},
+    )
+    setting = AgentSetting.objects.get(tenant=mine)
+    client.post(
+        reverse("admin:profiles_agentsetting_change", args=[setting.pk]),
+        {"tenant": mine.pk, "project": shop.pk, "key": "config.db_password", "value": "other-pw"},
+    )
+
+    first, second, created, edited = events(mine)
+    assert changes_of(first) == [
+        ("preferences.preference.tone", None, "formal"),
+        ("facts.fact.city@shop", None, "Lyon"),
+        ("roles.shop", None, {"role": "dev", "permission_scope": "read_only"}),
+    ]
+    assert changes_of(second) == [
+        ("preferences.preference.tone", "formal", "casual"),
+        ("roles.shop", {"role": "dev", "permission_scope": "read_only"}, None),
+    ]
+    # a setting's key says its value is a secret: neither value is kept
+    assert changes_of(created) == [
+        ("key", None, "config.db_password"),
+        ("value", None, "[REDACTED:secret]"),
+    ]
+    assert changes_of(edited) == [
+        ("project_id", None, shop.pk),
+        ("value", "[REDACTED:secret]", "[REDACTED:secret]"),  # it changed; neither is shown
+    ]
+    assert "hunter2" not in str(changes_of(created))
+    assert audit_verify(tenant=mine).ok
+
+
+def test_an_edited_value_breaks_verification_and_an_erased_one_does_not(admin_of_mine) -> None:
+    from django.db import connection
+
+    _, _, mine, user = admin_of_mine
+    profile_update(
+        tenant=mine,
+        external_id=user.external_id,
+        patch=ProfilePatch(preferences=[{"key": "preference.tone", "value": "formal"}]),
+    )
+    [event] = events(mine)
+    change = event.changes.get()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE memories_auditchange SET after = '\"casual\"'::jsonb WHERE id = %s",
+            [change.pk],
+        )
+    report = audit_verify(tenant=mine)
+    assert not report.ok and report.broken_at == event.seq and "value" in report.problem
+
+    # values that go with their end user leave the chain whole
+    EndUser.objects.filter(pk=user.pk).delete()
+    assert audit_verify(tenant=mine).ok
+    assert events(mine)[0].details["changes"][0]["field"] == "preferences.preference.tone"
+
+
+def test_a_long_value_is_cut_to_its_bound(admin_of_mine) -> None:
+    from memories.audit.services import MAX_CHANGE_VALUE_CHARS
+
+    _, _, mine, user = admin_of_mine
+    profile_update(
+        tenant=mine,
+        external_id=user.external_id,
+        patch=ProfilePatch(preferences=[{"key": "preference.notes", "value": "x" * 5000}]),
+    )
+    [change] = events(mine)[0].changes.all()
+    assert len(change.after) == MAX_CHANGE_VALUE_CHARS and change.after.endswith("…")
+    assert audit_verify(tenant=mine).ok
+
+
+def test_a_users_stable_fact_takes_its_tenant_from_the_end_user(admin_of_mine) -> None:
+    client, _, mine, user = admin_of_mine
+    shop = mine.projects.get(key="shop")
+    page = client.get(reverse("admin:profiles_stablefact_add")).content.decode()
+    # the owner comes first; the tenant is asked for last, and only for a tenant-wide fact
+    assert (
+        page.index('name="end_user"') < page.index('name="project"') < page.index('name="tenant"')
+    )
+
+    response = client.post(
+        reverse("admin:profiles_stablefact_add"),
+        {"end_user": user.pk, "key": "fact.city", "value": "Lyon"},  # no tenant sent
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    fact = StableFact.objects.get(end_user=user, key="fact.city")
+    assert (fact.tenant_id, fact.scope, fact.value) == (mine.pk, "user", "Lyon")
+
+    by_project = client.post(
+        reverse("admin:profiles_stablefact_add"),
+        {"project": shop.pk, "key": "config.region", "value": "eu-west"},
+    )
+    assert by_project.status_code == 302
+    assert StableFact.objects.get(project=shop, key="config.region").tenant_id == mine.pk
+
+    nothing = client.post(
+        reverse("admin:profiles_stablefact_add"), {"key": "config.zone", "value": "a"}
+    )
+    assert nothing.status_code == 200
+    assert "Pick the tenant, an end user or a project." in nothing.content.decode()
+    assert not StableFact.objects.filter(key="config.zone").exists()

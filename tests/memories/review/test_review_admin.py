@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -343,6 +344,55 @@ def test_approving_with_edits_applies_the_edited_value(review) -> None:
     assert promotion.status == ReviewStatus.APPROVED
 
 
+def test_an_approval_with_edits_keeps_the_proposal_as_proposed_and_shows_both(review) -> None:
+    client, promotion, mine = review["client"], review["my_promotion"], review["mine"]
+
+    client.post(
+        promotion_url(promotion),
+        {
+            "_approve_edited": "1",
+            "value": "terse points, refunds to 4111-1111-1111-1111 <b>",
+            "reason": "wording",
+        },
+    )
+
+    promotion.refresh_from_db()
+    assert promotion.status == ReviewStatus.APPROVED
+    assert promotion.proposal_as_proposed == {
+        "key": "preference.answer_style",
+        "value": "short bullet points",
+        "target": "preference",
+    }
+    approved = "terse points, refunds to [REDACTED:bank_card] <b>"
+    assert promotion.proposal["value"] == approved
+    event = AuditEvent.objects.get(tenant=mine, action=Action.APPROVE)
+    assert event.details["edited"] is True and event.details["edited_fields"] == ["value"]
+    assert [(c.field, c.before, c.after) for c in event.changes.all()] == [
+        ("value", "short bullet points", approved)
+    ]
+
+    page = client.get(promotion_url(promotion)).content.decode()
+    edits = page[page.index('id="reviewer-edits"') :]
+    edits = edits[: edits.index("</table>")]
+    assert "As proposed" in edits and "As approved" in edits and "changed value" in edits
+    assert 'class="diff-replace"' in edits and "short bullet points" in edits
+    assert "[REDACTED:bank_card] &lt;b&gt;" in edits and "<b>" not in edits  # escaped
+    assert "4111" not in page
+
+
+def test_a_card_approved_as_proposed_keeps_no_second_copy(review) -> None:
+    client, mine, alice = review["client"], review["mine"], review["alice"]
+    promotion = card_proposal(mine, alice)
+
+    client.post(promotion_url(promotion), {"_approve": "1", "reason": "as proposed"})
+
+    promotion.refresh_from_db()
+    assert promotion.status == ReviewStatus.APPROVED and promotion.proposal_as_proposed is None
+    event = AuditEvent.objects.get(tenant=mine, action=Action.APPROVE)
+    assert event.details["edited_fields"] == [] and not event.changes.exists()
+    assert 'id="reviewer-edits"' not in client.get(promotion_url(promotion)).content.decode()
+
+
 def test_an_invalid_edit_changes_nothing(review) -> None:
     client, mine, alice = review["client"], review["mine"], review["alice"]
     promotion = fact_proposal(mine, alice, key="preference.max_items", value=5)
@@ -556,6 +606,36 @@ def test_the_deletion_queue_is_scoped_and_read_only(deletions) -> None:
     assert "Receipt" in detail or "receipt" in detail
 
 
+def test_the_deletion_review_lists_what_the_erasure_removes(deletions) -> None:
+    client, mine = deletions["client"], deletions["mine"]
+    cards_import(
+        tenant=mine,
+        cards=[
+            CardInput(memory_type=LtmCard.Type.SEMANTIC_FACT, summary=text, user_id="alice")
+            for text in ("Alice deploys on Fridays.", "Alice reads the runbook first.")
+        ],
+    )
+    user_del, _ = deletion_request(
+        tenant=mine, kind="user", target="alice", actor=Actor.job("test"), reason="asked"
+    )
+
+    detail = client.get(deletion_url(user_del)).content.decode()
+    inventory = detail[detail.index('id="erasure-inventory"') :]
+    inventory = inventory[: inventory.index("</table>")]
+    row = r'<tr><th scope="row">(.*?)</th><td>(.*?)</td><td>(.*?)</td></tr>'
+    rows = set(re.findall(row, inventory))
+    assert ("postgres", "end users", "1") in rows
+    assert ("postgres", "user preferences", "1") in rows
+    assert ("cards", "long-term cards (Elasticsearch, Milvus)", "2") in rows
+    assert ("transcripts", "transcript sessions", "1") in rows  # the conversation of s-1
+    assert any(store == "history" for store, _, _ in rows)
+    assert any(store == "short_term" for store, _, _ in rows)
+    assert DeletionRequest.objects.get(pk=user_del.pk).progress == {}  # nothing noted yet
+
+    fact_detail = client.get(deletion_url(deletions["mine_del"])).content.decode()
+    assert "preference versions of preference.color" in fact_detail
+
+
 def test_approving_a_deletion_erases_and_keeps_the_receipt(
     deletions, django_capture_on_commit_callbacks
 ) -> None:
@@ -575,6 +655,42 @@ def test_approving_a_deletion_erases_and_keeps_the_receipt(
     assert not UserPreference.objects.filter(pk=deletions["mine_pref"].pk).exists()
     detail = client.get(deletion_url(deletion)).content.decode()
     assert deletion.receipt_sha256 in detail and 'name="_approve"' not in detail
+
+
+def test_erasing_a_preference_removes_the_values_the_audit_kept_of_it(
+    deletions, django_capture_on_commit_callbacks
+) -> None:
+    from memories.audit.models import AuditChange
+    from memories.audit.services import audit_verify
+    from profiles.services.profile_patch import ProfilePatch, profile_update
+
+    client, mine, alice = deletions["client"], deletions["mine"], deletions["alice"]
+    for value in ("navy", "olive"):
+        profile_update(
+            tenant=mine,
+            external_id="alice",
+            patch=ProfilePatch(preferences=[{"key": "preference.shade", "value": value}]),
+        )
+    kept = AuditChange.objects.filter(end_user=alice, field="preferences.preference.shade")
+    assert kept.count() == 2
+    pref = UserPreference.objects.get(end_user=alice, key="preference.shade", is_current=True)
+    deletion, _ = deletion_request(
+        tenant=mine, kind="preference", target=f"pref_{pref.pk}", actor=Actor.job("test")
+    )
+    detail = client.get(deletion_url(deletion)).content.decode()
+    assert "audit changes&#x27; values" in detail or "audit changes' values" in detail
+
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(deletion_url(deletion), {"_approve": "1", "reason": "user asked"})
+
+    deletion.refresh_from_db()
+    assert deletion.status == DeletionRequest.Status.DONE
+    assert deletion.receipt["stores"]["postgres"]["audit_values"] == 2
+    assert not kept.exists()
+    assert audit_verify(tenant=mine).ok
+    event = AuditEvent.objects.filter(tenant=mine, object_type="profile").first()
+    page = client.get(reverse("admin:memories_auditevent_change", args=[event.pk]))
+    assert "values erased with what they were of" in page.content.decode()
 
 
 def test_rejecting_a_deletion_needs_a_reason(deletions) -> None:
