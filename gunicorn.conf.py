@@ -32,3 +32,12 @@ def post_worker_init(worker):  # noqa: ANN001, ANN201 (gunicorn's hook signature
         semantic_warm_up()
     except Exception:  # noqa: BLE001 - a remote embedder may be down now; recall reports it later
         worker.log.warning("the embedder could not be loaded at start", exc_info=True)
+
+
+def child_exit(server, worker):  # noqa: ANN001, ANN201 (gunicorn's hook signature)
+    """With PROMETHEUS_MULTIPROC_DIR set, tell prometheus-client a worker is gone: its counters
+    stay in the sum (they never go down), its live gauges leave it."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)
