@@ -28,6 +28,19 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+class MilvusClientTsFilter(logging.Filter):
+    """Drop pymilvus's "failed to get mvccTs from milvus server, use client-side ts instead".
+
+    Milvus servers that do not hand out a session timestamp (milvus-lite's among them) make
+    every query iterator say so; the iterator then uses the client's clock, which the strong
+    consistency of drift checks and reindexing already covers, so the line says nothing new.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.msg if isinstance(record.msg, str) else ""
+        return "mvccTs" not in message or "use client-side ts instead" not in message
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, request_id and any extras."""
 

@@ -1,5 +1,9 @@
 """Prometheus metrics: what the service counts as it works. Names and labels are listed in
 docs/metrics.md; `wiring.metrics_view` serves them at `/metrics` with the backlogs.
+
+Counters and histograms only: they add up across web processes in prometheus-client's
+multiprocess mode (PROMETHEUS_MULTIPROC_DIR). A gauge declared here would need its
+`multiprocess_mode` (`livesum`, `max`, ...); the backlog gauges are read at scrape time instead.
 """
 
 from __future__ import annotations

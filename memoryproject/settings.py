@@ -392,7 +392,10 @@ LOG_LEVEL = env.string("LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "memoryproject.logging.RequestIdFilter"}},
+    "filters": {
+        "request_id": {"()": "memoryproject.logging.RequestIdFilter"},
+        "milvus_client_ts": {"()": "memoryproject.logging.MilvusClientTsFilter"},
+    },
     "formatters": {"json": {"()": "memoryproject.logging.JsonFormatter"}},
     "handlers": {
         "console": {
@@ -406,5 +409,9 @@ LOGGING = {
         "django.server": {"level": "WARNING"},
         "elastic_transport": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
+        # pymilvus sends its records to a handler of its own, so the filter sits on the loggers
+        # that write the line (pymilvus's own logging set-up leaves those two alone).
+        "pymilvus.client.iterator.query_iterator": {"filters": ["milvus_client_ts"]},
+        "pymilvus.client.iterator.search_iterator": {"filters": ["milvus_client_ts"]},
     },
 }

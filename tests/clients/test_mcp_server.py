@@ -178,3 +178,58 @@ def test_the_mcp_server_over_streamable_http(service_url: str, api_key: str, ten
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def _stdio_call_stderr(service_url: str, api_key: str, *args: str) -> str:
+    """What the stdio server writes to stderr while it records one event for a client."""
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {
+                "name": "record_events",
+                "arguments": {
+                    "session_id": "s-quiet",
+                    "user_id": "u-quiet",
+                    "events": [{"role": "user", "content": "hello"}],
+                },
+            },
+        },
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agent_memory_client.mcp_server", *args],
+        env={**_env(service_url, api_key), "MEMORY_MCP_LOG_LEVEL": ""},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr
+    for message in messages:
+        process.stdin.write(json.dumps(message) + "\n")
+    process.stdin.flush()
+    while answer := process.stdout.readline():  # the call's answer, then end the session
+        if json.loads(answer).get("id") == 2:
+            assert "error" not in json.loads(answer), answer
+            break
+    process.stdin.close()
+    stderr = process.stderr.read()
+    process.wait(timeout=30)
+    return stderr
+
+
+def test_the_mcp_server_is_quiet_on_stdio_unless_asked(service_url: str, api_key: str) -> None:
+    assert _stdio_call_stderr(service_url, api_key) == ""
+    assert "HTTP Request: POST" in _stdio_call_stderr(service_url, api_key, "--log-level", "info")

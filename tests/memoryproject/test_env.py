@@ -76,3 +76,39 @@ def test_a_bad_setting_stops_start_up_with_one_clear_line() -> None:
     assert result.stderr.strip().splitlines() == [
         "configuration error: DATABASE_URL: expected a URL starting with postgres or postgresql://"
     ]
+
+
+def _manage_py_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run a copy of manage.py from `folder` (its var/ is the one it reads) without SECRET_KEY."""
+    (folder / "manage.py").write_text((ROOT / "manage.py").read_text())
+    environ = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"SECRET_KEY", "DJANGO_SETTINGS_MODULE"}
+    }
+    environ["PYTHONPATH"] = str(ROOT)
+    return subprocess.run(
+        [sys.executable, str(folder / "manage.py"), *args],
+        cwd=folder,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_manage_py_reads_the_key_run_sh_keeps(tmp_path: Path) -> None:
+    (tmp_path / "var").mkdir()
+    (tmp_path / "var" / "secret_key").write_text("key-of-the-local-service\n")
+    result = _manage_py_in(
+        tmp_path, "shell", "-c", "from django.conf import settings; print(settings.SECRET_KEY)"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "key-of-the-local-service"
+
+
+def test_manage_py_without_the_key_file_still_asks_for_secret_key(tmp_path: Path) -> None:
+    result = _manage_py_in(tmp_path, "check")
+    assert result.returncode == 1
+    assert "SECRET_KEY: is required" in result.stderr
+    assert not (tmp_path / "var").exists()  # manage.py never makes the key itself

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import runpy
+from pathlib import Path
+from types import SimpleNamespace
+
 import pytest
+from prometheus_client import values
 from prometheus_client.parser import text_string_to_metric_families
 
 from memories.ltm.models import LtmOutbox
 from memories.ltm.services import CardInput, cards_import
+from memoryproject.metrics import API_ERRORS, count_error
 from tests.factories import EndUserFactory
 from transcripts.models import Session
 
 pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -119,3 +127,47 @@ def test_only_loopback_or_the_token_may_read(client, settings) -> None:
     )
     assert right.status_code == 200
     assert b"memory_http_request_duration_seconds" in right.content
+
+
+# A label value no other test counts, so the processes simulated below start from nothing.
+MULTIPROCESS_CODE = "multiprocess_check"
+
+
+def _errors_counted_by(pid: int, times: int, monkeypatch) -> None:
+    """What web process `pid` counts in multiprocess mode: `times` errors, in its own file."""
+    with monkeypatch.context() as patch:
+        patch.setattr(values, "ValueClass", values.MultiProcessValue(lambda: pid))
+        for _ in range(times):
+            count_error(status=503, code=MULTIPROCESS_CODE)
+        # The next process starts without it (prometheus-client warns of any removal while
+        # the variable is set, meaning removal from the sum, which this is not).
+        patch.delenv("PROMETHEUS_MULTIPROC_DIR")
+        API_ERRORS.remove("503", MULTIPROCESS_CODE)
+
+
+def test_multiprocess_mode_sums_the_processes_and_never_goes_down(
+    client, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    errors = "memory_api_errors_total"
+    labels = {"status": "503", "code": MULTIPROCESS_CODE}
+
+    # given two web processes that counted 3 and 2 errors
+    _errors_counted_by(101, 3, monkeypatch)
+    _errors_counted_by(202, 2, monkeypatch)
+    first = _scrape(client)
+    assert _value(first, errors, **labels) == 5
+    assert _value(first, "memory_metrics_source_up", source="postgres") == 1  # backlogs too
+
+    # when gunicorn replaces the first (its child_exit hook) and the new one counts once more
+    (tmp_path / "gauge_livesum_101.db").write_bytes(b"")
+    hooks = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    hooks["child_exit"](None, SimpleNamespace(pid=101))
+    assert not (tmp_path / "gauge_livesum_101.db").exists()  # its live gauges left the sum
+    after_exit = _scrape(client)
+    _errors_counted_by(303, 1, monkeypatch)
+    later = _scrape(client)
+
+    # then the dead process's counts stay in the sum, which only grows
+    assert _value(after_exit, errors, **labels) == 5
+    assert _value(later, errors, **labels) == 6

@@ -5,14 +5,19 @@
 
 The key (scopes `read` and `write`; `admin` for forget_user) comes from the environment only,
 never from a tool's arguments, so the model driving the tools never sees it.
+
+Logs go to stderr: warnings and errors only over stdio, where the agent's host shows them
+beside its own, the HTTP server's start and sessions too over streamable HTTP; `--log-level`
+(or MEMORY_MCP_LOG_LEVEL) asks for more or less.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -59,7 +64,13 @@ class ProposedMemory(BaseModel):
     fact_value: str = ""
 
 
-def build_server(client_factory: Any = AsyncMemoryClient) -> MCPServer[Any]:
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+LOG_LEVELS: tuple[LogLevel, ...] = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def build_server(
+    client_factory: Any = AsyncMemoryClient, *, log_level: LogLevel = "WARNING"
+) -> MCPServer[Any]:
     """The server with its tools; each session gets one client (URL and key from the env)."""
     clients: list[AsyncMemoryClient] = []
 
@@ -72,7 +83,9 @@ def build_server(client_factory: Any = AsyncMemoryClient) -> MCPServer[Any]:
             while clients:
                 await clients.pop().aclose()
 
-    server: MCPServer[Any] = MCPServer("agent-memory", instructions=INSTRUCTIONS, lifespan=lifespan)
+    server: MCPServer[Any] = MCPServer(
+        "agent-memory", instructions=INSTRUCTIONS, lifespan=lifespan, log_level=log_level
+    )
 
     async def call(awaitable: Awaitable[T]) -> T:
         try:
@@ -215,8 +228,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--transport", choices=("stdio", "streamable-http"), default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        help="default: MEMORY_MCP_LOG_LEVEL, else WARNING over stdio and INFO over HTTP",
+    )
     args = parser.parse_args(argv)
-    server = build_server()
+    level = args.log_level or os.environ.get("MEMORY_MCP_LOG_LEVEL", "").strip().upper()
+    if not level:
+        level = "WARNING" if args.transport == "stdio" else "INFO"
+    if level not in LOG_LEVELS:
+        parser.error(f"MEMORY_MCP_LOG_LEVEL: expected one of {', '.join(LOG_LEVELS)}")
+    server = build_server(log_level=cast(LogLevel, level))
     if args.transport == "stdio":
         server.run("stdio")
     else:
