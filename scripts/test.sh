@@ -6,6 +6,16 @@ cd "$(dirname "$0")/.."
 
 ./scripts/bootstrap.sh
 
+# The TypeScript client's dev dependencies (typescript, openapi-typescript) for its tests in
+# tests/clients; reinstalled only when its package-lock.json changed.
+ts_client=clients/typescript
+ts_stamp="$ts_client/node_modules/.installed-$(sha256sum <"$ts_client/package-lock.json" | cut -c1-16)"
+if [ ! -f "$ts_stamp" ]; then
+  echo "==> installing the TypeScript client's dev dependencies (npm ci)"
+  (cd "$ts_client" && npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
+  touch "$ts_stamp"
+fi
+
 # The admin walkthrough (tests/browser) drives Chromium and ChromeDriver from the Debian packages,
 # with a CJK font (fonts-noto-cjk) so Chinese text in its screenshots is not drawn as boxes.
 missing=()

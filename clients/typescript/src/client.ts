@@ -2,8 +2,12 @@
  * The client of the agent memory service: one method per API operation, on `fetch` alone.
  *
  *     const memory = new MemoryClient({ baseUrl: "http://127.0.0.1:8000", apiKey: KEY });
- *     await memory.appendEvents("s-1", { user_id: "u-1", events: [{ role: "user", content: "Hi" }] });
- *     const { injection_text } = await memory.recall({ user_id: "u-1", session_id: "s-1", query: "hi" });
+ *     await memory.appendEvents("s-1", {
+ *       user_id: "u-1",
+ *       events: [{ role: "user", content: "Hi" }],
+ *     });
+ *     const recalled = await memory.recall({ user_id: "u-1", session_id: "s-1", query: "hi" });
+ *     console.log(recalled.injection_text);
  *
  * Requests and answers are the JSON itself, typed from the service's OpenAPI schema.
  */
@@ -197,14 +201,21 @@ export class MemoryClient {
   async #send<P extends ApiPath, M extends MethodOf<P>>(
     method: M,
     path: P,
-    options: { path?: PathParams<P, M>; query?: QueryOf<P, M>; body?: unknown; repeatable?: boolean },
+    options: {
+      path?: PathParams<P, M>;
+      query?: QueryOf<P, M>;
+      body?: unknown;
+      repeatable?: boolean;
+    },
   ): Promise<Answer<P, M>> {
     return (await this.#call(method, path, options as CallOptions)) as Answer<P, M>;
   }
 
   #delay(attempt: number, retryAfter: number | undefined): number {
     const policy = this.retry;
-    if (retryAfter !== undefined) return Math.min(Math.max(retryAfter * 1000, 0), policy.maxRetryAfterMs);
+    if (retryAfter !== undefined) {
+      return Math.min(Math.max(retryAfter * 1000, 0), policy.maxRetryAfterMs);
+    }
     return Math.random() * Math.min(policy.maxBackoffMs, policy.backoffMs * 2 ** attempt);
   }
 
