@@ -4,11 +4,13 @@
  */
 import type {
   Answer,
+  ApiPath,
   AppendResponse,
   Card,
   Deletion,
   ErrorCode,
   EventIn,
+  MethodOf,
   Proposal,
   RecallRequest,
   RecallResponse,
@@ -61,3 +63,31 @@ export async function usage(memory: MemoryClient): Promise<string> {
 }
 
 export const unused = [robot, noQuery];
+
+/** Every operation of the schema, as `"<method> <path>"`. */
+type SchemaOperation = { [P in ApiPath]: `${MethodOf<P>} ${P}` }[ApiPath];
+
+// The client has a method for every operation of the schema and for no other: an operation
+// added to or dropped from the API fails this check until the client follows.
+export const OPERATIONS = {
+  "post /v1/sessions/{session_id}/events": "appendEvents",
+  "get /v1/sessions/{session_id}/events": "replayEvents",
+  "get /v1/sessions/{session_id}/verify": "verifySession",
+  "get /v1/users/{user_id}/profile": "getProfile",
+  "patch /v1/users/{user_id}/profile": "updateProfile",
+  "post /v1/memories/proposals": "proposeMemories",
+  "get /v1/memories/stm": "listStm",
+  "get /v1/memories/{item_id}": "getMemory",
+  "delete /v1/memories/{item_id}": "deleteMemory",
+  "post /v1/ltm/cards:import": "importCards",
+  "get /v1/ltm/cards/{memory_id}": "getCard",
+  "delete /v1/ltm/cards/{memory_id}": "deleteCard",
+  "post /v1/ltm/search": "searchLtm",
+  "post /v1/recall": "recall",
+  "post /v1/sessions/{session_id}/compress": "compressSession",
+  "post /v1/users/{user_id}/forget": "forgetUser",
+  "delete /v1/facts/{fact_id}": "deleteFact",
+  "get /v1/deletions/{request_id}": "getDeletion",
+  "get /v1/promotions": "listPromotions",
+  "get /v1/users/{user_id}/export": "exportUser",
+} as const satisfies Record<SchemaOperation, keyof MemoryClient>;
