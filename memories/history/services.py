@@ -349,9 +349,7 @@ def history_audit(*, sessions: int | None = None) -> int:
             gaps = session_gaps(session=session)
         except FileNotFoundError as exc:  # a lost segment: verify_transcripts reports it
             if _first_report_today(session.pk):
-                logger.error(
-                    "history audit: session %s lacks segment %s", session.pk, exc.filename
-                )
+                logger.error("history audit: session %s lacks segment %s", session.pk, exc.filename)
             continue
         for low, high in gaps:
             logger.warning("history of session %s lacks events %d-%d", session.pk, low, high)
