@@ -57,7 +57,7 @@ def _run_sh_command(name: str) -> list[str]:
     """The command line run.sh gives `start NAME ...`, from its executable on (continuation
     lines joined), as shell words."""
     text = (ROOT / "scripts" / "run.sh").read_text().replace("\\\n", " ")
-    line = next(line for line in text.splitlines() if line.startswith(f"start {name} "))
+    line = next(line for line in text.splitlines() if line.strip().startswith(f"start {name} "))
     words = shlex.split(line, posix=False)
     start = next(i for i, word in enumerate(words) if word.startswith(".venv/bin/"))
     return [words[start].removeprefix(".venv/bin/"), *words[start + 1 :]]
