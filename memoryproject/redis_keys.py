@@ -119,6 +119,11 @@ def history_audit_position() -> str:
     return f"{_prefix()}:history:audit-position"
 
 
+def history_audit_lacking(session_pk: int) -> str:
+    """Set while a session's missing transcript segment has been reported (once a day)."""
+    return f"{_prefix()}:history:audit-lacking:{session_pk}"
+
+
 def heartbeat(role: str) -> str:
     """Set, with a TTL, while a Celery process of this role ("worker", "beat") is alive."""
     return f"{_prefix()}:heartbeat:{role}"

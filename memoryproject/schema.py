@@ -1,16 +1,22 @@
-"""The OpenAPI schema's error responses: every operation declares the errors it can answer, all
-in the one error shape, so a client (or a schema fuzzer) can rely on the documented codes.
+"""The OpenAPI schema's error responses, links and order.
+
+Every operation declares the errors it can answer, all in the one error shape, so a client (or
+a schema fuzzer) can rely on the documented codes.
 
 Each operation gets the errors every request can meet (401, 403, 429, 503), those that follow
 from its inputs (400 for a body or query parameters; 413 and 415 for a body; 404 for an object
 named in the path), and any a view lists for a method in `error_statuses`, e.g.
 `error_statuses = {"POST": (409, 410)}`.
+
+The postprocessing hooks close request bodies, add the links between operations and put the
+operations in the order of an agent's loop (`OPERATION_ORDER`), which the docs pages keep.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.drainage import warn
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework import serializers
@@ -229,4 +235,68 @@ def close_request_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, Any
         _close(operation.get("requestBody", {}))
     for name in requested - answered:
         _close(components[name])
+    return result
+
+
+# The order the schema, and so Swagger UI and Redoc, list the operations in: an agent's loop
+# (record, recall, what memory holds, review), tag by tag in the order of
+# SPECTACULAR_SETTINGS["TAGS"]. Each id is set beside its view (`extend_schema(operation_id=)`).
+OPERATION_ORDER: tuple[str, ...] = (
+    # Transcripts
+    "events_append",
+    "events_replay",
+    "session_verify",
+    # Recall
+    "recall",
+    # Memories
+    "proposals_submit",
+    "stm_items_list",
+    "stm_item_get",
+    "stm_item_delete",
+    # Long-term
+    "cards_import",
+    "ltm_search",
+    "card_get",
+    "card_delete",
+    # Profiles
+    "profile_get",
+    "profile_update",
+    # Review
+    "promotions_list",
+    "fact_delete",
+    "user_forget",
+    "deletion_get",
+    "user_export",
+    # Compression
+    "session_compress",
+)
+_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
+def order_operations(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Postprocessing hook: paths, and the methods of each path, in OPERATION_ORDER.
+
+    An operation missing from it, or tagged with a tag the settings do not describe, is a
+    warning, so `spectacular --fail-on-warn` names it instead of the docs listing it anywhere.
+    """
+    position = {operation_id: index for index, operation_id in enumerate(OPERATION_ORDER)}
+    described = {tag["name"] for tag in result.get("tags", [])}
+
+    def rank(operation: dict[str, Any]) -> int:
+        operation_id = operation["operationId"]
+        if operation_id not in position:
+            warn(f"operation {operation_id!r} is missing from memoryproject.schema.OPERATION_ORDER")
+        for tag in set(operation.get("tags", [])) - described:
+            warn(f"operation {operation_id!r} has tag {tag!r}, not in SPECTACULAR_SETTINGS['TAGS']")
+        return position.get(operation_id, len(position))
+
+    ranked: list[tuple[int, str, dict[str, Any]]] = []
+    for path, item in result.get("paths", {}).items():
+        methods = sorted(
+            ((rank(item[method]), method) for method in item if method in _METHODS),
+        )
+        shared = {key: value for key, value in item.items() if key not in _METHODS}
+        ordered = {**shared, **{method: item[method] for _, method in methods}}
+        ranked.append((methods[0][0] if methods else len(position), path, ordered))
+    result["paths"] = {path: item for _, path, item in sorted(ranked, key=lambda r: r[0])}
     return result

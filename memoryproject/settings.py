@@ -324,7 +324,13 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Agent memory service",
     "DESCRIPTION": (
-        "Layered memory for LLM agents: transcripts, profiles, short- and long-term memory."
+        "Layered memory for LLM agents: transcripts, profiles, short- and long-term memory.\n\n"
+        "Send the key as `Authorization: Bearer <key>` (Authorize). The groups follow an "
+        "agent's loop: record each turn (Transcripts), recall before the next one (Recall); "
+        "what memory holds (Memories, Long-term, Profiles) and what waits for a reviewer "
+        "(Review) come after, and Compression fits a long session into a token budget. "
+        'Every error has one shape, `{"error": {"code", "message", "fields"}}`; clients '
+        "branch on `code`."
     ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -342,7 +348,82 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "memoryproject.schema.close_request_bodies",
         "memoryproject.schema.add_links",
+        "memoryproject.schema.order_operations",
     ],
+    # The groups of the docs pages, in the order of an agent's loop: record what was said,
+    # recall before the next turn, then what memory holds and how a person reviews it. Both
+    # pages list the tags in this order and the operations in the schema's own
+    # (memoryproject.schema.OPERATION_ORDER); Swagger UI is given no sorter, so it keeps both.
+    "TAGS": [
+        {
+            "name": "Transcripts",
+            "description": (
+                "Record each turn (user, assistant, tool and system events) in a session's "
+                "append-only, hash-chained transcript, replay it, verify it. Recording is all "
+                "an agent must do for memory to form: extraction reads every append in the "
+                "worker a second or so after it commits, so what was said shows up in "
+                "short-term memory (and in recall) a moment later, not in the append's answer."
+            ),
+        },
+        {
+            "name": "Recall",
+            "description": (
+                "Before each model turn: what to inject for this user, session, task and query. "
+                "Profile blocks from PostgreSQL, short-term items, long-term cards and history "
+                "entries, scored, deduplicated and fitted into a token budget as "
+                "`injection_text`; `explain` says why each layer was asked and each candidate "
+                "kept or dropped. A recall writes no memory; in a session already known it is "
+                "recorded as a system event."
+            ),
+        },
+        {
+            "name": "Memories",
+            "description": (
+                "Short-term working memory (Redis): submit structured proposals, which the "
+                "tenant's write policy judges as it judges extraction, list a user's live "
+                "items, read one with the transcript events it came from, delete one."
+            ),
+        },
+        {
+            "name": "Long-term",
+            "description": (
+                "Long-term cards (Elasticsearch and Milvus, ledger in PostgreSQL): import "
+                "knowledge in bulk, search it lexically, by vector or hybrid, read a card, ask "
+                "to erase one. Short-term items become cards only through promotion, which a "
+                "reviewer approves (see Review)."
+            ),
+        },
+        {
+            "name": "Profiles",
+            "description": (
+                "Layer 1: an end user's profile, versioned preferences, project roles and "
+                "stable facts, read and changed in one step."
+            ),
+        },
+        {
+            "name": "Review",
+            "description": (
+                "What waits for a person: promotion proposals (the hourly promotion scan, or "
+                "`manage.py run_job promotion_scan`, proposes short-term items; a reviewer "
+                "approves them in the admin), requests to erase a fact, a preference or a "
+                "whole end user (right to erasure) followed to their receipt, and the export "
+                "of everything held about an end user."
+            ),
+        },
+        {
+            "name": "Compression",
+            "description": (
+                "A long session's context for the next model turn within a token budget: the "
+                "near field verbatim, older tool results stubbed, older events folded into a "
+                "summary that cites transcript and item ids. Writes nothing."
+            ),
+        },
+    ],
+    "SWAGGER_UI_SETTINGS": {
+        "deepLinking": True,
+        "displayOperationId": True,
+        "persistAuthorization": True,  # the key given to "Authorize" survives a reload
+    },
     "ENUM_NAME_OVERRIDES": {
         "StmMemoryTypeEnum": "memories.stm.items.MemoryType.ALL",
         "LtmMemoryTypeEnum": "memories.ltm.models.LtmCard.Type",

@@ -127,7 +127,13 @@ class UserProfileApi(APIView):
     class ProfileOutputSerializer(ProfileDocumentOutputSerializer):
         """The end user's Layer 1 document (`profile_document_for`)."""
 
-    @extend_schema(responses=ProfileOutputSerializer)
+    @extend_schema(
+        operation_id="profile_get",
+        summary="Get a user's profile",
+        tags=["Profiles"],
+        description="Profile, current preferences, project roles and stable facts of one end user.",
+        responses=ProfileOutputSerializer,
+    )
     def get(self, request: Request, user_id: str) -> Response:
         document = profile_document_for(tenant=request_tenant(request), external_id=user_id)
         return Response(self.ProfileOutputSerializer(document).data)
@@ -140,7 +146,17 @@ class UserProfileApi(APIView):
             "preferences.0.value); nothing of them was written",
         )
 
-    @extend_schema(request=ProfilePatchInputSerializer, responses=ProfilePatchOutputSerializer)
+    @extend_schema(
+        operation_id="profile_update",
+        summary="Change a user's profile",
+        tags=["Profiles"],
+        description=(
+            "Admin keys: change any of them in one all-or-nothing step; preferences and facts "
+            "get a new version and keep the previous one. Free text is redacted."
+        ),
+        request=ProfilePatchInputSerializer,
+        responses=ProfilePatchOutputSerializer,
+    )
     def patch(self, request: Request, user_id: str) -> Response:
         serializer = self.ProfilePatchInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -118,16 +118,29 @@ echo "==> starting web, worker and beat on port $PORT (this may take a minute)"
 start web env PROMETHEUS_MULTIPROC_DIR="$metrics_dir" "${own_session[@]}" .venv/bin/gunicorn \
   --config gunicorn.conf.py memoryproject.wsgi --bind "127.0.0.1:$PORT" \
   --workers "${WEB_WORKERS:-4}" --log-level warning
-start worker env PROMETHEUS_MULTIPROC_DIR="$metrics_dir" "${own_session[@]}" .venv/bin/celery \
-  -A memoryproject "${celery_quiet[@]}" worker --loglevel "$CELERY_LOG_LEVEL" \
-  --concurrency "${WORKER_CONCURRENCY:-2}"
+start_worker() {
+  start worker env PROMETHEUS_MULTIPROC_DIR="$metrics_dir" "${own_session[@]}" .venv/bin/celery \
+    -A memoryproject "${celery_quiet[@]}" worker --loglevel "$CELERY_LOG_LEVEL" \
+    --concurrency "${WORKER_CONCURRENCY:-2}"
+}
+start_worker
 start beat "${own_session[@]}" .venv/bin/celery -A memoryproject "${celery_quiet[@]}" beat \
   --loglevel "$CELERY_LOG_LEVEL" --schedule var/celerybeat-schedule
 
+# A worker that exits on its own (a broker fault can crash kombu's consumer) is started again,
+# as a supervisor would, up to WORKER_RESTARTS times; the web or beat exiting stops everything.
+WORKER_RESTARTS=${WORKER_RESTARTS:-5}
 exited_on_its_own() {
   local status=0
   wait "${pid_of[$1]}" 2>/dev/null || status=$?
   unset "pid_of[$1]"
+  if [ "$1" = worker ] && [ "$WORKER_RESTARTS" -gt 0 ]; then
+    WORKER_RESTARTS=$((WORKER_RESTARTS - 1))
+    echo "==> the worker exited on its own (status $status); starting it again" >&2
+    sleep 2
+    start_worker
+    return 0
+  fi
   echo "==> $1 exited on its own (status $status); stopping the others" >&2
   exit 1
 }

@@ -20,18 +20,20 @@ if [ ! -f "$ts_stamp" ]; then
 fi
 
 # The admin walkthrough (tests/browser) drives Chromium and ChromeDriver from the Debian packages,
-# with a CJK font (fonts-noto-cjk) so Chinese text in its screenshots is not drawn as boxes.
+# with a CJK font (fonts-noto-cjk) so Chinese text in its screenshots is not drawn as boxes; the
+# front proxy's configuration (docs/proxy/nginx.conf) is tried with nginx.
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 dpkg -s fonts-noto-cjk >/dev/null 2>&1 || missing+=(fonts-noto-cjk)
+[ -x /usr/sbin/nginx ] || missing+=(nginx)
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "==> installing ${missing[*]} for the browser walkthrough"
+  echo "==> installing ${missing[*]} for the browser walkthrough and the front proxy test"
   apt=(env DEBIAN_FRONTEND=noninteractive apt-get)
   [ "$(id -u)" -eq 0 ] || apt=(sudo -n "${apt[@]}")
   { "${apt[@]}" update -qq &&
     "${apt[@]}" install -y -qq --no-install-recommends "${missing[@]}"; } ||
-    echo "warning: ${missing[*]} could not be installed (needs root); the walkthrough will fail" >&2
+    echo "warning: ${missing[*]} could not be installed (needs root); their tests will fail" >&2
 fi
 
 # shellcheck source=scripts/stores.sh

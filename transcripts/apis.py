@@ -91,6 +91,15 @@ class SessionEventsApi(APIView):
         events = EventOutputSerializer(many=True)
 
     @extend_schema(
+        operation_id="events_append",
+        summary="Record a batch of events",
+        tags=["Transcripts"],
+        description=(
+            "Append the events as one segment, all or nothing (201). A retry with the same "
+            "client ids answers the original ids and writes nothing (200); the same ids with "
+            "other content are a 409. Extraction into short-term memory runs in the worker a "
+            "second or so after the append commits, so the answer does not carry it."
+        ),
         request=AppendInputSerializer,
         responses={201: AppendOutputSerializer, 200: AppendOutputSerializer},
     )
@@ -133,7 +142,17 @@ class SessionEventsApi(APIView):
             output.data, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
         )
 
-    @extend_schema(parameters=[ReplayQuerySerializer], responses=ReplayOutputSerializer)
+    @extend_schema(
+        operation_id="events_replay",
+        summary="Replay a session's events",
+        tags=["Transcripts"],
+        description=(
+            "The events in order, a page at a time (`after`, `limit`); an erased session "
+            "answers 410 `gone`."
+        ),
+        parameters=[ReplayQuerySerializer],
+        responses=ReplayOutputSerializer,
+    )
     def get(self, request: Request, session_id: str) -> Response:
         query = self.ReplayQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -167,7 +186,12 @@ class SessionVerifyApi(APIView):
         events_checked = serializers.IntegerField()
         problems = VerifyProblemOutputSerializer(many=True)
 
-    @extend_schema(responses=VerifyOutputSerializer)
+    @extend_schema(
+        operation_id="session_verify",
+        summary="Verify a session's hash chain",
+        tags=["Transcripts"],
+        responses=VerifyOutputSerializer,
+    )
     def get(self, request: Request, session_id: str) -> Response:
         session = session_for(tenant=request_tenant(request), session_id=session_id)
         report = transcript_verify(session=session)

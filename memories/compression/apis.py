@@ -165,7 +165,13 @@ class SessionCompressApi(APIView):
             default="",
         )
 
-    @extend_schema(request=CompressInputSerializer, responses=CompressionOutputSerializer)
+    @extend_schema(
+        operation_id="session_compress",
+        summary="Compress a session's context to a token budget",
+        tags=["Compression"],
+        request=CompressInputSerializer,
+        responses=CompressionOutputSerializer,
+    )
     def post(self, request: Request, session_id: str) -> Response:
         serializer = self.CompressInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

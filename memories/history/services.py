@@ -348,13 +348,33 @@ def history_audit(*, sessions: int | None = None) -> int:
         try:
             gaps = session_gaps(session=session)
         except FileNotFoundError as exc:  # a lost segment: verify_transcripts reports it
-            logger.error("history audit: session %s lacks segment %s", session.pk, exc.filename)
+            if _first_report_today(session.pk):
+                logger.error("history audit: session %s lacks segment %s", session.pk, exc.filename)
             continue
         for low, high in gaps:
             logger.warning("history of session %s lacks events %d-%d", session.pk, low, high)
             rows.append(HistoryOutbox(session=session, first_seq=low, last_seq=high))
     HistoryOutbox.objects.bulk_create(rows)
     return len(rows)
+
+
+LACKING_REPORT_SECONDS = 24 * 3600
+
+
+def _first_report_today(session_pk: int) -> bool:
+    """Whether a session's lost segment is reported now: once a day, not on every pass of the
+    audit (it goes round every few minutes); always when Redis cannot say."""
+    from memoryproject import redis_keys as keys
+    from memoryproject.redis_client import redis_connection
+
+    try:
+        return bool(
+            redis_connection().set(
+                keys.history_audit_lacking(session_pk), "1", nx=True, ex=LACKING_REPORT_SECONDS
+            )
+        )
+    except Exception:
+        return True
 
 
 def live_sessions(tenant: Tenant | None) -> Any:

@@ -89,7 +89,13 @@ class CardImportApi(APIView):
                 raise serializers.ValidationError("Card ids repeat within the import.")
             return cards
 
-    @extend_schema(request=ImportInputSerializer, responses={201: CardImportOutputSerializer})
+    @extend_schema(
+        operation_id="cards_import",
+        summary="Import long-term cards",
+        tags=["Long-term"],
+        request=ImportInputSerializer,
+        responses={201: CardImportOutputSerializer},
+    )
     def post(self, request: Request) -> Response:
         # Counted before validation, so an oversized import costs nothing but this check.
         limit = settings.LTM_IMPORT_MAX_CARDS
@@ -165,7 +171,13 @@ class LtmSearchApi(APIView):
             max_length=2,
         )
 
-    @extend_schema(request=SearchInputSerializer, responses=LtmSearchOutputSerializer)
+    @extend_schema(
+        operation_id="ltm_search",
+        summary="Search long-term memory",
+        tags=["Long-term"],
+        request=SearchInputSerializer,
+        responses=LtmSearchOutputSerializer,
+    )
     def post(self, request: Request) -> Response:
         serializer = self.SearchInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

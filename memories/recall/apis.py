@@ -100,7 +100,13 @@ class RecallApi(APIView):
                 raise serializers.ValidationError("Name each layer once.")
             return value
 
-    @extend_schema(request=RecallInputSerializer, responses=RecallOutputSerializer)
+    @extend_schema(
+        operation_id="recall",
+        summary="Recall what to inject before the next model turn",
+        tags=["Recall"],
+        request=RecallInputSerializer,
+        responses=RecallOutputSerializer,
+    )
     def post(self, request: Request) -> Response:
         serializer = self.RecallInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -76,7 +76,13 @@ class UserForgetApi(APIView):
 
     required_scopes = {"POST": "admin"}
 
-    @extend_schema(request=DeletionInputSerializer, responses={202: DeletionOutputSerializer})
+    @extend_schema(
+        operation_id="user_forget",
+        summary="Ask to erase an end user",
+        tags=["Review"],
+        request=DeletionInputSerializer,
+        responses={202: DeletionOutputSerializer},
+    )
     def post(self, request: Request, user_id: str) -> Response:
         return _accepted(request, kind=DeletionRequest.Kind.USER, target=user_id)
 
@@ -87,7 +93,13 @@ class FactDeleteApi(APIView):
     required_scopes = {"DELETE": "admin"}
     error_statuses = {"DELETE": DELETE_BODY_ERRORS}
 
-    @extend_schema(request=DeletionInputSerializer, responses={202: DeletionOutputSerializer})
+    @extend_schema(
+        operation_id="fact_delete",
+        summary="Ask to erase a fact or preference",
+        tags=["Review"],
+        request=DeletionInputSerializer,
+        responses={202: DeletionOutputSerializer},
+    )
     def delete(self, request: Request, fact_id: str) -> Response:
         return _accepted(request, kind=DeletionRequest.Kind.FACT, target=fact_id)
 
@@ -103,6 +115,9 @@ class CardDetailApi(APIView):
     error_statuses = {"DELETE": DELETE_BODY_ERRORS}
 
     @extend_schema(
+        operation_id="card_get",
+        summary="Get a long-term card",
+        tags=["Long-term"],
         description="One card of the long-term ledger in any status but deleted (erased: 404).",
         responses=CardOutputSerializer,
     )
@@ -111,6 +126,9 @@ class CardDetailApi(APIView):
         return Response(CardOutputSerializer(card_view(card)).data)
 
     @extend_schema(
+        operation_id="card_delete",
+        summary="Ask to erase a long-term card",
+        tags=["Long-term"],
         description=(
             "Ask to erase the card: answers 202 with a deletion request (`pending`) and removes "
             "nothing yet. Once a reviewer approves it in the review queue, the card is erased "
@@ -129,7 +147,12 @@ class DeletionDetailApi(APIView):
 
     required_scopes = {"GET": "read"}
 
-    @extend_schema(responses=DeletionOutputSerializer)
+    @extend_schema(
+        operation_id="deletion_get",
+        summary="Follow a deletion request to its receipt",
+        tags=["Review"],
+        responses=DeletionOutputSerializer,
+    )
     def get(self, request: Request, request_id: str) -> Response:
         deletion = deletion_for(tenant=request_tenant(request), request_id=request_id)
         return Response(DeletionOutputSerializer(deletion_view(deletion)).data)
@@ -144,7 +167,13 @@ class PromotionListApi(APIView):
         status = serializers.ChoiceField(choices=ReviewStatus.choices, required=False)
         limit = QueryIntegerField(min_value=1, max_value=500, default=100)
 
-    @extend_schema(parameters=[QuerySerializer], responses=PromotionListOutputSerializer)
+    @extend_schema(
+        operation_id="promotions_list",
+        summary="List promotion proposals",
+        tags=["Review"],
+        parameters=[QuerySerializer],
+        responses=PromotionListOutputSerializer,
+    )
     def get(self, request: Request) -> Response:
         query = self.QuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -182,7 +211,12 @@ class UserExportApi(APIView):
 
     required_scopes = {"GET": "admin"}
 
-    @extend_schema(responses=UserExportOutputSerializer)
+    @extend_schema(
+        operation_id="user_export",
+        summary="Export everything held about an end user",
+        tags=["Review"],
+        responses=UserExportOutputSerializer,
+    )
     def get(self, request: Request, user_id: str) -> Response:
         document = user_export(
             tenant=request_tenant(request), user_id=user_id, raw_transcripts=True

@@ -37,7 +37,13 @@ class StmListApi(APIView):
         before = serializers.FloatField(required=False, min_value=0)
         limit = QueryIntegerField(required=False, min_value=1, max_value=200, default=50)
 
-    @extend_schema(parameters=[ListQuerySerializer], responses=StmPageOutputSerializer)
+    @extend_schema(
+        operation_id="stm_items_list",
+        summary="List a user's short-term items",
+        tags=["Memories"],
+        parameters=[ListQuerySerializer],
+        responses=StmPageOutputSerializer,
+    )
     def get(self, request: Request) -> Response:
         query = self.ListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -68,7 +74,13 @@ class MemoryItemApi(APIView):
 
     required_scopes = {"GET": "read", "DELETE": "write"}
 
-    @extend_schema(responses=StmItemDetailOutputSerializer)
+    @extend_schema(
+        operation_id="stm_item_get",
+        summary="Get a short-term item with its provenance",
+        tags=["Memories"],
+        description="One short-term item with the transcript events it came from (redacted).",
+        responses=StmItemDetailOutputSerializer,
+    )
     def get(self, request: Request, item_id: str) -> Response:
         tenant = request_tenant(request)
         item = stm_item_for(tenant=tenant, item_id=item_id)
@@ -77,7 +89,13 @@ class MemoryItemApi(APIView):
             StmItemDetailOutputSerializer({**item_document(item), "provenance": provenance}).data
         )
 
-    @extend_schema(responses={204: None})
+    @extend_schema(
+        operation_id="stm_item_delete",
+        summary="Delete a short-term item",
+        tags=["Memories"],
+        description="Delete the item and every index entry of it at once.",
+        responses={204: None},
+    )
     def delete(self, request: Request, item_id: str) -> Response:
         stm_item_delete(
             tenant=request_tenant(request),

@@ -112,6 +112,9 @@ class ProposalSubmitApi(APIView):
         )
 
     @extend_schema(
+        operation_id="proposals_submit",
+        summary="Propose memories for short-term memory",
+        tags=["Memories"],
         request=ProposalsInputSerializer,
         parameters=[ProposalsQuerySerializer],
         responses={200: ProposalsOutputSerializer, 201: ProposalsOutputSerializer},

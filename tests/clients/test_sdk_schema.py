@@ -20,67 +20,67 @@ from tests.clients.shapes import schema_problems
 
 # operationId -> (SDK method, request body model, query model, {status: response model})
 OPERATIONS: dict[str, tuple[str, Any, Any, dict[str, Any]]] = {
-    "v1_sessions_events_create": (
+    "events_append": (
         "append_events",
         m.AppendRequest,
         None,
         {"200": m.AppendResponse, "201": m.AppendResponse},
     ),
-    "v1_sessions_events_retrieve": (
+    "events_replay": (
         "replay_events",
         None,
         m.ReplayQuery,
         {"200": m.ReplayResponse},
     ),
-    "v1_sessions_verify_retrieve": ("verify_session", None, None, {"200": m.VerifyResponse}),
-    "v1_users_profile_retrieve": ("get_profile", None, None, {"200": m.ProfileResponse}),
-    "v1_users_profile_partial_update": (
+    "session_verify": ("verify_session", None, None, {"200": m.VerifyResponse}),
+    "profile_get": ("get_profile", None, None, {"200": m.ProfileResponse}),
+    "profile_update": (
         "update_profile",
         m.ProfilePatch,
         None,
         {"200": m.ProfilePatchResponse},
     ),
-    "v1_memories_proposals_create": (
+    "proposals_submit": (
         "propose_memories",
         m.ProposalsRequest,
         None,  # dry_run is a keyword of its own
         {"200": m.ProposalsResponse, "201": m.ProposalsResponse},
     ),
-    "v1_memories_stm_retrieve": ("list_stm", None, m.StmQuery, {"200": m.StmPage}),
-    "v1_memories_retrieve": ("get_memory", None, None, {"200": m.StmItemWithProvenance}),
-    "v1_memories_destroy": ("delete_memory", None, None, {"204": None}),
-    "v1_ltm_cards:import_create": (
+    "stm_items_list": ("list_stm", None, m.StmQuery, {"200": m.StmPage}),
+    "stm_item_get": ("get_memory", None, None, {"200": m.StmItemWithProvenance}),
+    "stm_item_delete": ("delete_memory", None, None, {"204": None}),
+    "cards_import": (
         "import_cards",
         m.CardImportRequest,
         None,
         {"201": m.CardImportResponse},
     ),
-    "v1_ltm_cards_retrieve": ("get_card", None, None, {"200": m.Card}),
-    "v1_ltm_cards_destroy": ("delete_card", None, None, {"202": m.Deletion}),
-    "v1_ltm_search_create": (
+    "card_get": ("get_card", None, None, {"200": m.Card}),
+    "card_delete": ("delete_card", None, None, {"202": m.Deletion}),
+    "ltm_search": (
         "search_ltm",
         m.LtmSearchRequest,
         None,
         {"200": m.LtmSearchResponse},
     ),
-    "v1_recall_create": ("recall", m.RecallRequest, None, {"200": m.RecallResponse}),
-    "v1_sessions_compress_create": (
+    "recall": ("recall", m.RecallRequest, None, {"200": m.RecallResponse}),
+    "session_compress": (
         "compress_session",
         m.CompressRequest,
         None,
         {"200": m.CompressResponse},
     ),
-    "v1_users_forget_create": ("forget_user", m.DeletionRequestIn, None, {"202": m.Deletion}),
+    "user_forget": ("forget_user", m.DeletionRequestIn, None, {"202": m.Deletion}),
     # DELETE takes an optional {"reason"} body the schema leaves out (as OpenAPI tools do).
-    "v1_facts_destroy": ("delete_fact", None, None, {"202": m.Deletion}),
-    "v1_deletions_retrieve": ("get_deletion", None, None, {"200": m.Deletion}),
-    "v1_promotions_retrieve": (
+    "fact_delete": ("delete_fact", None, None, {"202": m.Deletion}),
+    "deletion_get": ("get_deletion", None, None, {"200": m.Deletion}),
+    "promotions_list": (
         "list_promotions",
         None,
         m.PromotionsQuery,
         {"200": m.PromotionsResponse},
     ),
-    "v1_users_export_retrieve": ("export_user", None, None, {"200": m.UserExport}),
+    "user_export": ("export_user", None, None, {"200": m.UserExport}),
 }
 
 
@@ -128,7 +128,7 @@ def test_request_models_match_the_schema(schema, operation_id: str) -> None:
         }
         problems = schema_problems(query_model, as_object, components, request=True)
         assert not problems, "\n".join(problems)
-    elif operation_id != "v1_memories_proposals_create":
+    elif operation_id != "proposals_submit":
         assert not query, operation_id
 
 

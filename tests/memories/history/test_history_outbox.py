@@ -144,3 +144,24 @@ def test_drift_finds_and_repairs_a_gap_below_the_cursor(
     assert "repaired" in out.getvalue()
     assert history_rebuild.history_drift(tenant=tenant).clean
     assert history_services.session_gaps(session=session) == []
+
+
+def test_a_lost_segment_is_reported_once_a_day_not_on_every_round(
+    tenant, owner, django_capture_on_commit_callbacks, caplog
+) -> None:
+    from transcripts.storage import segment_delete
+
+    session = _lose_first_append(owner, django_capture_on_commit_callbacks)
+    for name in segments_under(prefix=f"{tenant.pk}/{session.pk}/"):
+        segment_delete(name=name)  # the transcript's object is gone
+    reported = keys.history_audit_lacking(session.pk)
+    redis_connection().delete(reported)
+    try:
+        with caplog.at_level("ERROR", logger="memories.history.services"):
+            for _ in range(3):  # three rounds of the audit
+                assert history_services.history_audit(sessions=50) == 0
+        lines = [r.getMessage() for r in caplog.records if "lacks segment" in r.getMessage()]
+        assert len(lines) == 1 and f"session {session.pk} " in lines[0]
+        assert 0 < redis_connection().ttl(reported) <= history_services.LACKING_REPORT_SECONDS
+    finally:
+        redis_connection().delete(reported)
