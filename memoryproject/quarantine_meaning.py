@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -51,6 +52,11 @@ class Exemplars:
     @property
     def hostile(self) -> np.ndarray:
         return np.array([bool(reason) for reason in self.reasons], dtype=bool)
+
+    @cached_property
+    def unit_vectors(self) -> np.ndarray:
+        """The vectors scaled to length 1, worked out once (every screen built shares them)."""
+        return _unit_rows(self.vectors)
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,7 @@ class MeaningScreen:
         hostile = exemplars.hostile
         if not hostile.any() or hostile.all():
             raise ValueError("the exemplars need hostile and benign texts")
-        unit = _unit_rows(exemplars.vectors)
+        unit = exemplars.unit_vectors
         self._embed = embed
         self._exemplars = exemplars
         self._hostile = unit[hostile]

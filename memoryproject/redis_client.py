@@ -10,8 +10,6 @@ for one per call (key cache, throttle, touch claim, recall's reads, the recall l
 
 from __future__ import annotations
 
-import threading
-import time
 from functools import cache
 from typing import Any
 
@@ -22,11 +20,12 @@ from redis.connection import Connection, ConnectionPool, SSLConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from memoryproject.fail_fast import FailFastWindow
 from memoryproject.store_timing import timed
 
 _OUTAGES = (RedisConnectionError, RedisTimeoutError)
-_failed_until: dict[tuple[str, int], float] = {}
-_failed_lock = threading.Lock()
+_window = FailFastWindow(lambda: settings.REDIS_FAIL_FAST_SECONDS)
+_failed_until = _window.until  # the servers refused for now, and until when
 
 
 def _server(connection: Any) -> tuple[str, int]:
@@ -35,16 +34,12 @@ def _server(connection: Any) -> tuple[str, int]:
 
 def server_failed_recently(host: str, port: int) -> bool:
     """True while calls to this server (Redis, or the broker on it) are failed at once."""
-    until = _failed_until.get((host, port))
-    return until is not None and time.monotonic() < until
+    return _window.failed_recently((host, port))
 
 
 def server_failed(host: str, port: int) -> None:
     """A call to this server failed or timed out: fail the next ones at once for a while."""
-    hold = settings.REDIS_FAIL_FAST_SECONDS
-    if hold > 0:
-        with _failed_lock:
-            _failed_until[(host, port)] = time.monotonic() + hold
+    _window.failed((host, port))
 
 
 def _check(connection: Any) -> None:
@@ -59,9 +54,7 @@ def _failed(connection: Any) -> None:
 
 
 def _recovered(connection: Any) -> None:
-    if _failed_until:
-        with _failed_lock:
-            _failed_until.pop(_server(connection), None)
+    _window.recovered(_server(connection))
 
 
 class _FailFast:

@@ -17,8 +17,6 @@ timeout for its reused connection and then a connect timeout for the new one Dja
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any
 
 import psycopg
@@ -27,25 +25,23 @@ from django.db.backends.postgresql import base
 from django.db.models.signals import pre_migrate
 from psycopg import errors
 
+from memoryproject.fail_fast import FailFastWindow
+
 _WAIT_INTERVAL = 0.1  # psycopg's own: how often a wait wakes to let Ctrl-C through
 
 Server = tuple[str, str]  # (host, port) as the connection parameters name them
-_failed_until: dict[Server, float] = {}
-_failed_lock = threading.Lock()
+_window = FailFastWindow(lambda: settings.DATABASE_FAIL_FAST_SECONDS)
+_failed_until = _window.until  # the servers refused for now, and until when
 
 
 def server_failed_recently(server: Server) -> bool:
     """True while connections to this server are refused at once (it timed out moments ago)."""
-    until = _failed_until.get(server)
-    return until is not None and time.monotonic() < until
+    return _window.failed_recently(server)
 
 
 def server_failed(server: Server) -> None:
     """A call to this server timed out: refuse connections to it for DATABASE_FAIL_FAST_MS."""
-    hold = settings.DATABASE_FAIL_FAST_SECONDS
-    if hold > 0:
-        with _failed_lock:
-            _failed_until[server] = time.monotonic() + hold
+    _window.failed(server)
 
 
 def _server_of(params: dict[str, Any]) -> Server:
