@@ -43,12 +43,14 @@ def _exit_now(signum, frame):  # noqa: ANN001, ANN202, ARG001 (a signal handler'
 def _warm_up(worker):  # noqa: ANN001, ANN202
     from memories.ltm.embedder import embedder
     from memories.ltm.text import warm_up
+    from memories.recall.own_world import warm_up as own_world_warm_up
     from memories.recall.semantic import warm_up as semantic_warm_up
 
     warm_up()
     try:
         embedder()
         semantic_warm_up()
+        own_world_warm_up()
     except Exception:  # noqa: BLE001 - a remote embedder may be down now; recall reports it later
         worker.log.warning("the embedder could not be loaded at start", exc_info=True)
 

@@ -328,7 +328,9 @@ def routing_lines(answer: Answer) -> list[str]:
     profile = answer.data["explain"].get("query_profile", {})
     lines.append(
         f"query: intent {profile.get('intent')}, terms {profile.get('content_terms')}, "
-        f"holding share {profile.get('holding_share')}"
+        f"holding share {profile.get('holding_share')}, own world "
+        f"{profile.get('own_world_score')} ({profile.get('own_world_memories')} near), "
+        f"closest {profile.get('semantic_margin')}"
     )
     return lines
 

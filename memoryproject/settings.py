@@ -183,10 +183,9 @@ EMBEDDING_API_KEY = env.string("EMBEDDING_API_KEY", "")
 EMBEDDING_TIMEOUT = env.integer("EMBEDDING_TIMEOUT", 20, minimum=1)
 EMBEDDING_DIM = env.integer("EMBEDDING_DIM", 384, minimum=1)  # for the openai embedder
 EMBEDDING_MODEL = env.string("EMBEDDING_MODEL", "multilingual-e5-small")  # for openai
-# The quarantine's screen by meaning (memoryproject/quarantine_meaning.py): on user events,
-# proposals, profile patches and promotion, a cue sentence the patterns let pass is held when
-# its nearest hostile exemplar is at least FLOOR close and closer by MARGIN than its nearest
-# benign one (both chosen on the labelled set's tuning part, benchmarks/quarantine_semantic.py).
+# The quarantine's screen by meaning (memoryproject/quarantine_meaning.py): a cue sentence is
+# held when its nearest hostile exemplar is at least FLOOR close and closer by MARGIN than its
+# nearest benign one (chosen on the labelled set's tuning part, benchmarks/quarantine_semantic.py).
 QUARANTINE_BY_MEANING = env.boolean("QUARANTINE_BY_MEANING", True)
 QUARANTINE_MEANING_MARGIN = env.number("QUARANTINE_MEANING_MARGIN", 0.03, minimum=0, maximum=2)
 QUARANTINE_MEANING_FLOOR = env.number("QUARANTINE_MEANING_FLOOR", 0.80, minimum=-1, maximum=1)
@@ -215,6 +214,9 @@ HISTORY_VECTOR_WEIGHT = env.integer("HISTORY_VECTOR_WEIGHT_PCT", 100, minimum=0)
 # Recall: each layer's time budget; a slower layer is skipped and reported as degraded.
 RECALL_REDIS_TIMEOUT_SECONDS = env.integer("RECALL_REDIS_TIMEOUT_MS", 250, minimum=1) / 1000
 RECALL_LTM_TIMEOUT_SECONDS = env.integer("RECALL_LTM_TIMEOUT_MS", 3000, minimum=10) / 1000
+# Thresholds of memories/recall/own_world.py, per language (another embedder needs its own).
+RECALL_OWN_WORLD_EN = env.number("RECALL_OWN_WORLD_EN", 0.035, minimum=-1, maximum=1)
+RECALL_OWN_WORLD_ZH = env.number("RECALL_OWN_WORLD_ZH", 0.038, minimum=-1, maximum=1)
 # Cached Layer 1 context older than this is re-read (changes invalidate it at once anyway).
 RECALL_CONTEXT_MAX_AGE_SECONDS = env.integer("RECALL_CONTEXT_MAX_AGE_SECONDS", 600, minimum=1)
 # Recall side effects (access counts, the transcript event) are applied in batches this late.

@@ -13,13 +13,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from memories.recall.branches import FusedHit, Fusion, MemorySearch, card_text
 from memories.recall.history_candidates import history_candidate
+from memories.recall.own_world import MEMORIES as OWN_MEMORIES
+from memories.recall.own_world import WORLD_BELOW, answers, own_world_score
 from memories.recall.pool import MemoryCandidate, ltm_candidate
 from memories.recall.query_profile import Intent, QueryProfile
 from memories.recall.relevance import (
@@ -68,7 +70,12 @@ class Asking:
     floor: float
     depth: int
     alternates: Alternates | None = None
+    language: str = "en"
+    # Cards and history entries near a question about the user's own world (own_world.py).
+    own_nearest: set[str] = field(default_factory=set)
     _meaning: tuple[list[float], float] | None = field(default=None, repr=False)
+    _own_world: float | None = field(default=None, repr=False)
+    _world_named: bool = field(default=False, repr=False)
 
     @property
     def window(self) -> TimeWindow | None:
@@ -82,6 +89,41 @@ class Asking:
             if vector is not None:
                 self._meaning = (vector, background(vector))
         return self._meaning
+
+    def own_world(self) -> float | None:
+        """How much the query reads as one about the user's own world (`own_world.py`); None
+        when the query has no embedding."""
+        meaning = self.meaning()
+        if self._own_world is None and meaning is not None:
+            self._own_world = round(own_world_score(meaning[0]), 4)
+        return self._own_world
+
+    def note_world(self, profile: QueryProfile) -> None:
+        """A query closer to questions about the world than to questions about oneself is
+        not about the user, whatever its pronouns ("How do I reverse a string?", "长江有多长？"),
+        unless it is asked within a task ("现在怀疑是什么原因？" asks about the task): its own
+        score goes into the profile with that. A query the vocabulary names a question about
+        the world ("What does deploy mean?") is one, whatever its score."""
+        score = self.own_world()
+        if score is None:
+            return
+        profile.own_world_score = score
+        self._world_named = bool(profile.matched.get("world_question"))
+        if self._world_named:
+            profile.about_world = True
+        elif score < WORLD_BELOW and not profile.active_task_id:
+            profile.about_world = True
+            profile.about_user = False
+
+    def answered_by(self, margins: Iterable[tuple[str, float]]) -> list[str]:
+        """Of (key, margin above the background) pairs, the keys of the memories nearest a
+        question about the user's own world that answer it (at most `own_world.MEMORIES`)."""
+        score = self.own_world()
+        if score is None or self._world_named:
+            return []
+        ranked = sorted(margins, key=lambda pair: -pair[1])
+        nearest = ranked[:OWN_MEMORIES]
+        return [key for key, margin in nearest if answers(score, margin, self.language)]
 
 
 def start_asking(
@@ -141,7 +183,12 @@ def start_asking(
     if window is not None and not window.relative:
         search.start_window(window)  # explicit dates never move
     return Asking(
-        search=search, time_query=time_query, floor=floor, depth=depth, alternates=alternates
+        search=search,
+        time_query=time_query,
+        floor=floor,
+        depth=depth,
+        alternates=alternates,
+        language=profile.language,
     )
 
 
@@ -171,24 +218,21 @@ def settle_route(
         profile.holds_firmly = holding.firmly(asking.floor, names)
         # Words enough decide alone; what the meaning adds is worked out only when they do not.
         meaning = None if profile.holds_firmly else asking.meaning()
+        if meaning is not None:
+            asking.note_world(profile)
         if profile.holds_firmly:
             profile.memory_holds = True
         elif not profile.about_user:  # a question about the world: words enough, or meaning
             meaning = asking.meaning()
             profile.memory_holds = False
             if meaning is not None:
-                profile.semantic_margin = max(
-                    (round(c - meaning[1], 4) for _, c, _ in search.nearest()), default=0.0
-                )
-                profile.memory_close = profile.semantic_margin >= SEMANTIC_MARGIN
+                _close_in_meaning(asking, profile, search.nearest(), meaning[1])
         elif meaning is None:  # no embedding: the words alone decide
             profile.memory_holds = holding.holds(asking.floor, names)
         else:
-            nearest = [
-                (round(cosine - meaning[1], 4), text) for _, cosine, text in search.nearest()
-            ]
-            profile.semantic_margin = max((margin for margin, _ in nearest), default=0.0)
-            profile.memory_close = profile.semantic_margin >= SEMANTIC_MARGIN
+            found = search.nearest()
+            nearest = [(round(cosine - meaning[1], 4), text) for _, cosine, text in found]
+            _close_in_meaning(asking, profile, found, meaning[1])
             profile.memory_holds = _confirmed(asking, profile.content_terms, texts, nearest)
     decided = route(profile, forced_layers=forced_layers)
     if search is not None and (decided.ltm or decided.history):
@@ -201,6 +245,18 @@ def settle_route(
             if asking.time_query.window is not None:
                 search.start_window(asking.time_query.window)
     return decided
+
+
+def _close_in_meaning(
+    asking: Asking, profile: QueryProfile, found: list[tuple[str, float, str]], base: float
+) -> None:
+    """The closest card or history entry in meaning, and those near a question about the
+    user's own world: either makes the memory close to the query."""
+    margins = [(key, round(cosine - base, 4)) for key, cosine, _ in found]
+    profile.semantic_margin = max((margin for _, margin in margins), default=0.0)
+    asking.own_nearest = set(asking.answered_by(margins))
+    profile.own_world_memories += len(asking.own_nearest)
+    profile.memory_close = profile.semantic_margin >= SEMANTIC_MARGIN or bool(asking.own_nearest)
 
 
 def _confirmed(
@@ -254,10 +310,14 @@ def memory_candidates(
             return False  # its meaning is unknown: the words decide, as before
         text = card_text(fused.hit) if source == "ltm" else f"{fused.hit.text} {fused.hit.context}"
         held = holding_of(profile.content_terms, text, asking.alternates).partly(asking.floor)
-        # A question about the world shares a word with a memory by chance: its meaning decides.
-        return not (held and profile.about_user) and fused.cosine - base < CONFIRMING_MARGIN
+        # A question about the world shares a word with a memory by chance: its meaning decides,
+        # and closely when the meaning says so too.
+        needed = SEMANTIC_MARGIN if profile.about_world else CONFIRMING_MARGIN
+        return not (held and profile.about_user) and fused.cosine - base < needed
 
     def keep(source: str, fused: FusedHit) -> bool:
+        if fused.key in asking.own_nearest:
+            return True
         if weak(source, fused):
             left_out.append(
                 (fused.key, source, "holds too little of the query, in words or meaning")

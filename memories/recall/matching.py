@@ -131,6 +131,7 @@ def route_by_meaning(
     if meaning is None:
         return {}
     vector, base = meaning
+    asking.note_world(routed.profile)
     ids = list(stored)
     rows = np.frombuffer(b"".join(stored[i] for i in ids), dtype=np.float16).reshape(len(ids), -1)
     scored = cosines(vector, rows.astype(np.float32))
@@ -147,13 +148,14 @@ def route_by_meaning(
         )
     ]
     worded = {item.id for item in [*routed.firm, *routed.partial]}
-    close = [
-        routed.probe.user_items[i]
-        for i, m in margin.items()
-        if m >= SEMANTIC_MARGIN and i not in worded and i in routed.probe.user_items
-    ]
+    user_items = routed.probe.user_items
+    unworded = [(i, m) for i, m in margin.items() if i not in worded and i in user_items]
+    # Near a question about the user's own world, though not by SEMANTIC_MARGIN (own_world.py).
+    own = [i for i in asking.answered_by(unworded) if margin[i] < SEMANTIC_MARGIN]
+    close = [user_items[i] for i, m in unworded if m >= SEMANTIC_MARGIN or i in own]
     routed.matched = [*routed.firm, *confirmed, *close]
     routed.profile.user_items_matched = len(routed.matched)
     routed.profile.user_items_close = len(close)
+    routed.profile.own_world_memories = len(own)
     routed.decided = route(routed.profile, forced_layers=forced_layers)
-    return {i: m for i, m in margin.items() if m >= CONFIRMING_MARGIN}
+    return {i: m for i, m in margin.items() if m >= CONFIRMING_MARGIN or i in own}

@@ -14,6 +14,7 @@ from typing import Any
 
 from memories.facts import normalise_fact
 from memories.ltm.selectors import LtmHit
+from memories.recall.semantic import SEMANTIC_MARGIN
 from memories.stm.items import StmItem, Trust
 from profiles.domains import AUTHORITATIVE_DOMAINS
 
@@ -134,13 +135,16 @@ def stm_candidate(
     entities: Sequence[str],
     task_id: str,
     session_id: str,
-    close: bool = False,
+    closeness: float | None = None,
 ) -> MemoryCandidate:
+    """`closeness`: the item's margin above the query's background when it counts as close
+    in meaning (`semantic.py`, `own_world.py`)."""
     text = item.summary
     item_terms = query_terms(" ".join((text, item.fact_value, " ".join(item.entities))))
     overlap = len(terms & item_terms) / len(terms) if terms else 0.0
-    if close:  # close to the query in meaning: as relevant as holding most of its words
-        overlap = max(overlap, CLOSE_IN_MEANING)
+    if closeness is not None:
+        # Close in meaning: as relevant as holding most of its words, and the closer the more.
+        overlap = max(overlap, CLOSE_IN_MEANING * min(1.0, max(0.0, closeness) / SEMANTIC_MARGIN))
     wanted = {e.lower() for e in entities}
     entity_hits = sum(1 for e in item.entities if e.lower() in wanted)
     # Lexical overlap first; being about the same task, session or entities adds context.

@@ -79,6 +79,11 @@ class QueryProfile:
     memory_close: bool = False  # a card or history entry is close in meaning (semantic.py)
     about_user: bool = True  # names the user or the assistant (see relevance.about_the_user)
     semantic_margin: float = 0.0  # its cosine above the query's background
+    # How much the query reads as one about the user's own world (own_world.py), and how many
+    # memories it brought by that alone.
+    own_world_score: float = 0.0
+    own_world_memories: int = 0
+    about_world: bool = False  # reads as a question about the world at large, by its meaning
     time: dict[str, Any] = field(default_factory=dict)  # the time window the query names
 
     def as_dict(self) -> dict[str, Any]:

@@ -205,6 +205,17 @@ class QueryProfileOutputSerializer(OutputSerializer):
     semantic_margin = serializers.FloatField(
         help_text="the closest memory's cosine above the query's background"
     )
+    own_world_score = serializers.FloatField(
+        help_text="how much the query reads as one about the user's own world rather than the "
+        "world at large (above 0: closer to the former)"
+    )
+    about_world = serializers.BooleanField(
+        help_text="reads as a question about the world at large (own_world_score below 0): "
+        "only words enough, or a memory very close in meaning, reach the user's memory"
+    )
+    own_world_memories = serializers.IntegerField(
+        help_text="memories near a question about the user's own world, brought by that alone"
+    )
     time = TimeQueryOutputSerializer()
 
 

@@ -251,7 +251,7 @@ def _stm_candidates(
                 entities=profile.entities,
                 task_id=profile.active_task_id,
                 session_id=request.session_id,
-                close=item.id in close,
+                closeness=close.get(item.id),
             )
             for item in items
         ]

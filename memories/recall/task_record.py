@@ -56,6 +56,8 @@ def task_record_query(
         return None
     if not (session_id or profile.active_task_id):
         return None
+    if profile.about_world and not profile.active_task_id:
+        return None  # "what does this word mean?" asks the world, not this session's record
     task = profile.active_task_id.lower()
     terms = [term for term in profile.content_terms if term != task]  # the task names itself
     if not terms:

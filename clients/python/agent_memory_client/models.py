@@ -562,6 +562,9 @@ class QueryProfile(TypedDict):
     memory_close: bool
     about_user: bool
     semantic_margin: float
+    own_world_score: float
+    about_world: bool
+    own_world_memories: int
     time: TimeQuery
 
 

@@ -1344,6 +1344,15 @@ export interface components {
              * @description the closest memory's cosine above the query's background
              */
             semantic_margin: number;
+            /**
+             * Format: double
+             * @description how much the query reads as one about the user's own world rather than the world at large (above 0: closer to the former)
+             */
+            own_world_score: number;
+            /** @description reads as a question about the world at large (own_world_score below 0): only words enough, or a memory very close in meaning, reach the user's memory */
+            about_world: boolean;
+            /** @description memories near a question about the user's own world, brought by that alone */
+            own_world_memories: number;
             time: components["schemas"]["TimeQueryOutput"];
         };
         /**

@@ -172,3 +172,44 @@ def test_one_term_passes_alone_but_two_terms_need_two() -> None:
     assert not best_holding(["deploy", "egg"], [("m", "I deploy with Terraform")]).holds(0.34)
     # a longer or shorter form of the same English stem counts
     assert best_holding(["allergi"], [("m", "I am allergic to peanuts")]).holds(0.34)
+
+
+@pytest.fixture
+def lived(owner: APIClient, django_capture_on_commit_callbacks) -> None:
+    append(
+        owner,
+        "s-3",
+        "u_1",
+        ["I'm based in Lisbon.", "我女儿今年上小学三年级。"],
+        django_capture_on_commit_callbacks,
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("query", "event"),
+    [("Which city am I in?", "s-3-0"), ("孩子读几年级了？", "s-3-1")],
+)
+def test_a_question_about_oneself_in_other_words_recalls_the_statement(
+    owner: APIClient, lived: None, query: str, event: str
+) -> None:
+    # no word of the question is in the statement: its meaning and its asking about the user's
+    # own world bring it
+    body = recall(owner, query)
+    assert event in recalled_events(body), body["explain"]["routing"]
+    profile = body["explain"]["query_profile"]
+    assert profile["own_world_score"] > 0 and profile["own_world_memories"] >= 1, profile
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "query", ["What's the population of Portugal's capital?", "一般的小学生每天写多久作业？"]
+)
+def test_a_question_about_the_world_near_the_memory_in_meaning_injects_nothing(
+    owner: APIClient, lived: None, query: str
+) -> None:
+    body = recall(owner, query)
+    assert body["items"] == [], body["explain"]["routing"]
+    profile = body["explain"]["query_profile"]
+    assert profile["semantic_margin"] > 0.05, profile  # near, and still not its answer
+    assert profile["own_world_memories"] == 0, profile
