@@ -334,18 +334,33 @@ def evaluate(api: Api, conversations: list[dict], limit: int) -> dict[str, Any]:
     }
 
 
-def unrelated(api: Api, conversations: list[dict]) -> tuple[int, int, Counter[str]]:
+def unrelated(
+    api: Api, conversations: list[dict]
+) -> tuple[int, int, Counter[str], list[dict[str, Any]]]:
+    """How many unrelated queries injected nothing, of how many; the first item's source of the
+    others, and each of them with what it injected and why (for --dump)."""
     empty = total = 0
     leaked: Counter[str] = Counter()
+    injected: list[dict[str, Any]] = []
     for conversation in conversations:
         for query in UNRELATED:
             data, _, _ = ask(api, conversation["sample_id"], query)
             total += 1
             if not data["items"]:
                 empty += 1
-            else:
-                leaked[data["items"][0]["source"]] += 1
-    return empty, total, leaked
+                continue
+            leaked[data["items"][0]["source"]] += 1
+            explain = data.get("explain", {})
+            injected.append(
+                {
+                    "user": conversation["sample_id"],
+                    "query": query,
+                    "items": [(i["source"], i["text"][:120]) for i in data["items"]],
+                    "query_profile": explain.get("query_profile", {}),
+                    "routing": explain.get("routing", {}),
+                }
+            )
+    return empty, total, leaked, injected
 
 
 def report(mode: str, result: dict[str, Any], lag: float, made: str) -> None:
@@ -457,7 +472,10 @@ def main() -> None:
                 with open(f"{args.dump}.{mode}.json", "w") as out:
                     json.dump(result["answers"], out)
             if not args.no_unrelated:
-                empty, total, leaked = unrelated(api, conversations)
+                empty, total, leaked, injected = unrelated(api, conversations)
+                if args.dump:
+                    with open(f"{args.dump}.{mode}.unrelated.json", "w") as out:
+                        json.dump(injected, out, ensure_ascii=False)
                 print(
                     f"unrelated queries injecting nothing: {empty}/{total} "
                     f"({100 * empty / total:.1f}%); first item of the others by source: "

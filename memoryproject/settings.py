@@ -187,7 +187,7 @@ EMBEDDING_MODEL = env.string("EMBEDDING_MODEL", "multilingual-e5-small")  # for 
 # held when its nearest hostile exemplar is at least FLOOR close and closer by MARGIN than its
 # nearest benign one (chosen on the labelled set's tuning part, benchmarks/quarantine_semantic.py).
 QUARANTINE_BY_MEANING = env.boolean("QUARANTINE_BY_MEANING", True)
-QUARANTINE_MEANING_MARGIN = env.number("QUARANTINE_MEANING_MARGIN", 0.03, minimum=0, maximum=2)
+QUARANTINE_MEANING_MARGIN = env.number("QUARANTINE_MEANING_MARGIN", 0.035, minimum=0, maximum=2)
 QUARANTINE_MEANING_FLOOR = env.number("QUARANTINE_MEANING_FLOOR", 0.80, minimum=-1, maximum=1)
 # Per-branch time limit of hybrid long-term search; a slower branch is dropped (degraded).
 LTM_BRANCH_TIMEOUT_SECONDS = float(env.integer("LTM_BRANCH_TIMEOUT_MS", 2000, minimum=10)) / 1000
@@ -210,11 +210,11 @@ HISTORY_BRANCH_TIMEOUT_SECONDS = env.integer("HISTORY_BRANCH_TIMEOUT_MS", 1000, 
 HISTORY_RRF_K = env.integer("HISTORY_RRF_K", 60, minimum=1)
 HISTORY_LEXICAL_WEIGHT = env.integer("HISTORY_LEXICAL_WEIGHT_PCT", 100, minimum=0) / 100
 HISTORY_VECTOR_WEIGHT = env.integer("HISTORY_VECTOR_WEIGHT_PCT", 100, minimum=0) / 100
-
 # Recall: each layer's time budget; a slower layer is skipped and reported as degraded.
 RECALL_REDIS_TIMEOUT_SECONDS = env.integer("RECALL_REDIS_TIMEOUT_MS", 250, minimum=1) / 1000
 RECALL_LTM_TIMEOUT_SECONDS = env.integer("RECALL_LTM_TIMEOUT_MS", 3000, minimum=10) / 1000
-# Thresholds of memories/recall/own_world.py, per language (another embedder needs its own).
+# memories/recall/own_world.py: on or off, thresholds per language (another embedder: its own).
+RECALL_OWN_WORLD = env.boolean("RECALL_OWN_WORLD", True)
 RECALL_OWN_WORLD_EN = env.number("RECALL_OWN_WORLD_EN", 0.035, minimum=-1, maximum=1)
 RECALL_OWN_WORLD_ZH = env.number("RECALL_OWN_WORLD_ZH", 0.038, minimum=-1, maximum=1)
 # Cached Layer 1 context older than this is re-read (changes invalidate it at once anyway).

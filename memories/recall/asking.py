@@ -13,11 +13,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
+
+from memories.ltm.text import bm25_terms
 from memories.recall.branches import FusedHit, Fusion, MemorySearch, card_text
 from memories.recall.history_candidates import history_candidate
 from memories.recall.own_world import MEMORIES as OWN_MEMORIES
@@ -76,6 +79,8 @@ class Asking:
     _meaning: tuple[list[float], float] | None = field(default=None, repr=False)
     _own_world: float | None = field(default=None, repr=False)
     _world_named: bool = field(default=False, repr=False)
+    # Index terms of what the query names (query_names).
+    names: frozenset[str] = frozenset()
 
     @property
     def window(self) -> TimeWindow | None:
@@ -94,6 +99,8 @@ class Asking:
         """How much the query reads as one about the user's own world (`own_world.py`); None
         when the query has no embedding."""
         meaning = self.meaning()
+        if not settings.RECALL_OWN_WORLD:
+            return None
         if self._own_world is None and meaning is not None:
             self._own_world = round(own_world_score(meaning[0]), 4)
         return self._own_world
@@ -115,11 +122,18 @@ class Asking:
             profile.about_world = True
             profile.about_user = False
 
-    def answered_by(self, margins: Iterable[tuple[str, float]]) -> list[str]:
+    def answered_by(
+        self, margins: Iterable[tuple[str, float]], texts: Mapping[str, str]
+    ) -> list[str]:
         """Of (key, margin above the background) pairs, the keys of the memories nearest a
-        question about the user's own world that answer it (at most `own_world.MEMORIES`)."""
+        question about the user's own world that answer it (at most `own_world.MEMORIES`);
+        `texts` (key -> text of the memories searched): when one of them holds a name the
+        query gives ("What books has Melanie read?"), the words answer it and this rule does
+        not (a name none of them holds, "Q1", changes nothing)."""
         score = self.own_world()
         if score is None or self._world_named:
+            return []
+        if self.names and any(self.names & set(bm25_terms(text)) for text in texts.values()):
             return []
         ranked = sorted(margins, key=lambda pair: -pair[1])
         nearest = ranked[:OWN_MEMORIES]
@@ -189,6 +203,7 @@ def start_asking(
         depth=depth,
         alternates=alternates,
         language=profile.language,
+        names=frozenset(query_names(query, profile.entities)),
     )
 
 
@@ -254,7 +269,7 @@ def _close_in_meaning(
     user's own world: either makes the memory close to the query."""
     margins = [(key, round(cosine - base, 4)) for key, cosine, _ in found]
     profile.semantic_margin = max((margin for _, margin in margins), default=0.0)
-    asking.own_nearest = set(asking.answered_by(margins))
+    asking.own_nearest = set(asking.answered_by(margins, {key: text for key, _, text in found}))
     profile.own_world_memories += len(asking.own_nearest)
     profile.memory_close = profile.semantic_margin >= SEMANTIC_MARGIN or bool(asking.own_nearest)
 

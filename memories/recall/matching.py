@@ -150,8 +150,11 @@ def route_by_meaning(
     worded = {item.id for item in [*routed.firm, *routed.partial]}
     user_items = routed.probe.user_items
     unworded = [(i, m) for i, m in margin.items() if i not in worded and i in user_items]
-    # Near a question about the user's own world, though not by SEMANTIC_MARGIN (own_world.py).
-    own = [i for i in asking.answered_by(unworded) if margin[i] < SEMANTIC_MARGIN]
+    # Near a question about the user's own world, though not by SEMANTIC_MARGIN (own_world.py);
+    # only when no item holds the query firmly in words: meaning finds what the words did not.
+    texts = {i: user_items[i].summary for i in margin if i in user_items}
+    answering = [] if routed.firm else asking.answered_by(unworded, texts)
+    own = [i for i in answering if margin[i] < SEMANTIC_MARGIN]
     close = [user_items[i] for i, m in unworded if m >= SEMANTIC_MARGIN or i in own]
     routed.matched = [*routed.firm, *confirmed, *close]
     routed.profile.user_items_matched = len(routed.matched)

@@ -213,3 +213,27 @@ def test_a_question_about_the_world_near_the_memory_in_meaning_injects_nothing(
     profile = body["explain"]["query_profile"]
     assert profile["semantic_margin"] > 0.05, profile  # near, and still not its answer
     assert profile["own_world_memories"] == 0, profile
+
+
+@pytest.mark.django_db
+def test_with_the_own_world_rule_switched_off_a_paraphrase_needs_the_margin(
+    owner: APIClient, lived: None, settings
+) -> None:
+    settings.RECALL_OWN_WORLD = False
+    body = recall(owner, "Which city am I in?")
+    profile = body["explain"]["query_profile"]
+    assert profile["own_world_score"] == 0 and profile["own_world_memories"] == 0, profile
+    assert profile["about_world"] is False
+
+
+@pytest.mark.django_db
+def test_a_question_naming_someone_the_memory_knows_is_left_to_the_words(
+    owner: APIClient, said: None
+) -> None:
+    # "Priya" is held by the memory: what is near in meaning but says nothing of her is no answer
+    body = recall(owner, "What does Priya think about our cloud costs?")
+    profile = body["explain"]["query_profile"]
+    assert profile["own_world_memories"] == 0, profile
+    # a name nobody in the memory holds changes nothing
+    body = recall(owner, "Which cloud are we on for Q3?")
+    assert "s-1-1" in recalled_events(body), body["explain"]["routing"]
