@@ -28,6 +28,7 @@ from functools import cached_property
 import numpy as np
 
 from memoryproject.quarantine import Finding, normalised
+from memoryproject.vectors import unit_rows
 
 WHOLE_TEXT_CHARS = 240
 MAX_SENTENCES = 3
@@ -56,7 +57,7 @@ class Exemplars:
     @cached_property
     def unit_vectors(self) -> np.ndarray:
         """The vectors scaled to length 1, worked out once (every screen built shares them)."""
-        return _unit_rows(self.vectors)
+        return unit_rows(self.vectors)
 
 
 @dataclass(frozen=True)
@@ -72,12 +73,6 @@ def held_by(closeness: Closeness, *, margin: float, floor: float) -> bool:
     """Whether a sentence this close reads as hostile: near enough to a hostile exemplar, and
     nearer to it than to any benign one by the margin."""
     return closeness.hostile >= floor and closeness.hostile - closeness.benign >= margin
-
-
-def _unit_rows(vectors: np.ndarray) -> np.ndarray:
-    matrix = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
-    return matrix / np.where(norms == 0, 1, norms)
 
 
 class MeaningScreen:
@@ -134,7 +129,7 @@ class MeaningScreen:
         return chosen
 
     def closeness(self, vector: np.ndarray) -> Closeness:
-        unit = _unit_rows(vector)
+        unit = unit_rows(vector)
         to_hostile = self._hostile @ unit
         nearest = int(to_hostile.argmax())
         return Closeness(

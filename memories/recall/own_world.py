@@ -32,6 +32,7 @@ import numpy as np
 from django.conf import settings
 
 from memories.ltm.embedder import embedder
+from memoryproject.vectors import unit_rows
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ def exemplars_embed(
         model_name=model_name,
         texts=tuple(text for _, text in rows),
         labels=tuple(label for label, _ in rows),
-        vectors=_unit_rows(vectors),
+        vectors=unit_rows(vectors),
     )
 
 
@@ -116,13 +117,8 @@ def exemplars_load(path: Path = EXEMPLAR_VECTORS) -> QuestionExemplars:
             model_name=str(data["model_name"]),
             texts=tuple(str(text) for text in data["texts"]),
             labels=tuple(str(label) for label in data["labels"]),
-            vectors=_unit_rows(data["vectors"].astype(np.float32)),
+            vectors=unit_rows(data["vectors"].astype(np.float32)),
         )
-
-
-def _unit_rows(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return vectors / np.where(norms == 0, 1, norms)
 
 
 _lock = threading.Lock()
