@@ -78,14 +78,16 @@ def route_first(
             and user_cached.document is not None,
         ),
     )
-    # The user's newest live items, from any session, matched against the query (bounded).
+    # The user's newest live items, from any session, this one's too, matched against the
+    # query (bounded): what the user said an hour ago in this session may be long out of the
+    # agent's own context.
     profile.content_terms = content_terms(query)
     alternates = related_terms(profile.content_terms, layer1.vocabulary)
     profile.related_terms = list(alternates)
     floor = float(policy_value(policy, "relevance_floor"))
     names = query_names(query, profile.entities)
     firm, partial = user_matches(
-        list(probe.user_items.values()),
+        [*probe.user_items.values(), *probe.items.values()],
         terms=profile.content_terms,
         floor=floor,
         names=names,

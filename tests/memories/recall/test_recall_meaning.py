@@ -237,3 +237,18 @@ def test_a_question_naming_someone_the_memory_knows_is_left_to_the_words(
     # a name nobody in the memory holds changes nothing
     body = recall(owner, "Which cloud are we on for Q3?")
     assert "s-1-1" in recalled_events(body), body["explain"]["routing"]
+
+
+@pytest.mark.django_db
+def test_a_question_in_the_same_session_recalls_what_was_said_there(
+    owner: APIClient, django_capture_on_commit_callbacks
+) -> None:
+    append(
+        owner,
+        "s-9",
+        "u_1",
+        ["Please remember that my cat is called Miso."],
+        django_capture_on_commit_callbacks,
+    )
+    body = recall(owner, "What is my cat called?", session="s-9")
+    assert "s-9-0" in recalled_events(body), body["explain"]["routing"]
