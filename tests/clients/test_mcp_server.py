@@ -29,6 +29,12 @@ TOOLS = {
     "search_memory",
     "search_history",
     "compress_session",
+    "list_memories",
+    "get_memory",
+    "delete_memory",
+    "get_card",
+    "delete_card",
+    "get_profile",
     "forget_user",
 }
 
@@ -105,6 +111,26 @@ async def _session_of_tools(client: Client) -> dict[str, Any]:
     seen["compress"] = _data(
         await client.call_tool("compress_session", {"session_id": "s-mcp", "budget_tokens": 200})
     )
+    seen["list"] = _data(await client.call_tool("list_memories", {"user_id": "u-mcp"}))
+    first = seen["list"]["items"][0]["id"]
+    seen["get"] = _data(await client.call_tool("get_memory", {"item_id": first}))
+    seen["profile"] = _data(await client.call_tool("get_profile", {"user_id": "u-mcp"}))
+    seen["no card"] = await client.call_tool("get_card", {"memory_id": "ltm_missing"})
+    templates = (await client.list_resource_templates()).resource_templates
+    seen["templates"] = {template.uri_template for template in templates}
+    transcript = await client.read_resource("memory://sessions/s-mcp/transcript")
+    seen["transcript"] = json.loads(transcript.contents[0].text)
+    profile = await client.read_resource("memory://users/u-mcp/profile")
+    seen["profile resource"] = json.loads(profile.contents[0].text)
+    prompts = (await client.list_prompts()).prompts
+    seen["prompts"] = {prompt.name for prompt in prompts}
+    prompt = await client.get_prompt(
+        "answer_with_memory",
+        {"user_id": "u-mcp", "session_id": "s-mcp", "message": "What is my cat called?"},
+    )
+    seen["prompt"] = prompt.messages[0].content.text
+    seen["delete"] = _data(await client.call_tool("delete_memory", {"item_id": first}))
+    seen["after delete"] = _data(await client.call_tool("list_memories", {"user_id": "u-mcp"}))
     seen["forget"] = _data(await client.call_tool("forget_user", {"user_id": "u-mcp"}))
     refused = await client.call_tool(
         "record_events",
@@ -124,6 +150,21 @@ def _check(seen: dict[str, Any], tenant, service_url: str, api_key: str) -> None
     assert isinstance(seen["history"]["entries"], list)
     assert seen["compress"]["within_budget"] in (True, False)
     assert seen["forget"]["status"] == "pending" and seen["forget"]["kind"] == "user"
+    assert any("Miso" in item["summary"] for item in seen["list"]["items"])
+    assert seen["get"]["id"] == seen["list"]["items"][0]["id"] and "provenance" in seen["get"]
+    assert seen["profile"]["user_id"] == "u-mcp"
+    assert seen["no card"].is_error and "not_found" in seen["no card"].content[0].text
+    assert seen["templates"] == {
+        "memory://sessions/{session_id}/transcript",
+        "memory://users/{user_id}/profile",
+    }
+    said = [e["content"] for e in seen["transcript"]["events"] if e["role"] == "user"]
+    assert said[0] == "Please remember that my cat is called Miso."
+    assert seen["profile resource"]["user_id"] == "u-mcp"
+    assert seen["prompts"] == {"answer_with_memory"}
+    assert "Miso" in seen["prompt"] and seen["prompt"].endswith("What is my cat called?")
+    deleted = seen["delete"]["deleted"]
+    assert deleted not in {item["id"] for item in seen["after delete"]["items"]}
     assert "conflict: " in seen["refused"]  # another user's session; nothing written
     with MemoryClient(service_url, api_key=api_key) as memory:
         turns = [e for e in memory.iter_events("s-mcp") if e["role"] != "system"]  # not recalls
