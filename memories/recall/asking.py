@@ -20,7 +20,6 @@ from typing import Any
 
 from django.conf import settings
 
-from memories.ltm.text import bm25_terms
 from memories.recall.branches import FusedHit, Fusion, MemorySearch, card_text
 from memories.recall.history_candidates import history_candidate
 from memories.recall.own_world import MEMORIES as OWN_MEMORIES
@@ -32,6 +31,7 @@ from memories.recall.relevance import (
     best_holding,
     content_terms,
     holding_of,
+    names_in,
     query_names,
 )
 from memories.recall.routing import Route, route
@@ -78,7 +78,8 @@ class Asking:
     own_nearest: set[str] = field(default_factory=set)
     _meaning: tuple[list[float], float] | None = field(default=None, repr=False)
     _own_world: float | None = field(default=None, repr=False)
-    _world_named: bool = field(default=False, repr=False)
+    # The vocabulary names the query a question about the world ("What does deploy mean?").
+    world_named: bool = False
     # Index terms of what the query names (query_names).
     names: frozenset[str] = frozenset()
 
@@ -98,9 +99,9 @@ class Asking:
     def own_world(self) -> float | None:
         """How much the query reads as one about the user's own world (`own_world.py`); None
         when the query has no embedding."""
-        meaning = self.meaning()
         if not settings.RECALL_OWN_WORLD:
             return None
+        meaning = self.meaning()
         if self._own_world is None and meaning is not None:
             self._own_world = round(own_world_score(meaning[0]), 4)
         return self._own_world
@@ -115,8 +116,7 @@ class Asking:
         if score is None:
             return
         profile.own_world_score = score
-        self._world_named = bool(profile.matched.get("world_question"))
-        if self._world_named:
+        if self.world_named:
             profile.about_world = True
         elif score < WORLD_BELOW and not profile.active_task_id:
             profile.about_world = True
@@ -131,9 +131,9 @@ class Asking:
         query gives ("What books has Melanie read?"), the words answer it and this rule does
         not (a name none of them holds, "Q1", changes nothing)."""
         score = self.own_world()
-        if score is None or self._world_named:
+        if score is None or self.world_named:
             return []
-        if self.names and any(self.names & set(bm25_terms(text)) for text in texts.values()):
+        if self.names and any(names_in(self.names, text) for text in texts.values()):
             return []
         ranked = sorted(margins, key=lambda pair: -pair[1])
         nearest = ranked[:OWN_MEMORIES]
@@ -204,6 +204,7 @@ def start_asking(
         alternates=alternates,
         language=profile.language,
         names=frozenset(query_names(query, profile.entities)),
+        world_named=bool(profile.matched.get("world_question")),
     )
 
 

@@ -26,6 +26,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -56,11 +57,15 @@ class QuestionExemplars:
     labels: tuple[str, ...]  # OWN or WORLD
     vectors: np.ndarray  # (n, dim), unit rows, query form
 
+    @cached_property
+    def own(self) -> np.ndarray:
+        """Which rows are own examples (a boolean mask)."""
+        return np.array([label == OWN for label in self.labels], dtype=bool)
+
     def score(self, query: np.ndarray | list[float]) -> float:
         """Mean cosine of the NEAREST closest own examples less that of the closest world ones."""
         cosines = self.vectors @ np.asarray(query, dtype=np.float32)
-        own = np.array([label == OWN for label in self.labels])
-        return float(_top_mean(cosines[own]) - _top_mean(cosines[~own]))
+        return float(_top_mean(cosines[self.own]) - _top_mean(cosines[~self.own]))
 
 
 def _top_mean(cosines: np.ndarray) -> float:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
@@ -179,6 +180,11 @@ def _text_terms(text: str) -> _TextTerms:
         if len(term) >= MIN_STEM_CHARS and term.isascii():
             stems.setdefault(term[:MIN_STEM_CHARS], []).append(term)
     return _TextTerms(text.lower(), terms, {head: tuple(f) for head, f in stems.items()})
+
+
+def names_in(names: AbstractSet[str], text: str) -> bool:
+    """Whether `text` holds one of `names` (index terms, as `query_names` gives them)."""
+    return bool(names & _text_terms(text).terms)
 
 
 def _holds_term(term: str, text: _TextTerms, alternates: Alternates) -> bool:
