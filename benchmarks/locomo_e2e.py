@@ -312,6 +312,7 @@ def evaluate(api: Api, conversations: list[dict], limit: int) -> dict[str, Any]:
                         for k in ("content_terms", "holding_share", "held_terms", "time")
                     },
                     "latency_ms": elapsed,
+                    "server_timing": timing,
                 }
             )
             for k in KS:

@@ -6,6 +6,8 @@ rebuilt, audited and erased from.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 from django.db.models import Q
 
@@ -90,7 +92,15 @@ class LtmCard(models.Model):
                 name="ltmcard_scores_in_range",
             ),
         ]
-        indexes = [models.Index(fields=["tenant", "status"], name="ltmcard_tenant_status")]
+        indexes = [
+            models.Index(fields=["tenant", "status"], name="ltmcard_tenant_status"),
+            # Whether a tenant holds any shared card, without reading the users' cards.
+            models.Index(
+                fields=["tenant"],
+                condition=Q(end_user__isnull=True, status="active"),
+                name="ltmcard_shared_active",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.memory_id} v{self.version}: {self.title or self.summary[:40]}"
@@ -99,6 +109,31 @@ class LtmCard(models.Model):
     def text(self) -> str:
         """Everything searchable about the card, for bm25_text and the embedding."""
         return "\n".join(part for part in (self.title, self.summary, self.content) if part)
+
+    def index_fields(self) -> dict[str, Any]:
+        """The card's fields as both indexes store them and recall reads them (end user and
+        project selected with the card)."""
+        refs = self.source_refs or {}
+        return {
+            "tenant_id": str(self.tenant_id),
+            "user_id": self.end_user.external_id if self.end_user else "",
+            "project_id": self.project.key if self.project else "",
+            "memory_type": self.memory_type,
+            "title": self.title,
+            "summary": self.summary,
+            "content": self.content,
+            "entities": list(self.entities),
+            "tags": list(self.tags),
+            "source_type": self.source_type,
+            "source_refs": [f"{kind}:{ref}" for kind, ids in refs.items() for ref in ids],
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+            "occurred_at": self.occurred_at.isoformat() if self.occurred_at else None,
+            "importance": self.importance,
+            "confidence": self.confidence,
+            "access_count": self.access_count,
+            "status": self.status,
+        }
 
 
 class LtmOutbox(models.Model):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.db import DatabaseError
 
 from memories.ltm.embedder import query_vector as embed_query
 from memories.ltm.models import LtmCard
@@ -41,6 +42,20 @@ def card_for(*, tenant: Tenant, memory_id: str) -> LtmCard:
     if card is None:
         raise NotFound(f"No card {memory_id!r}.")
     return card
+
+
+def cards_exist(*, tenant: Tenant, user_id: str) -> bool:
+    """Whether a search of this user's cards can find anything: the user has an active card
+    or the tenant a shared one. True when PostgreSQL cannot tell."""
+    active = LtmCard.objects.filter(tenant=tenant, status=LtmCard.Status.ACTIVE)
+    try:
+        return (
+            active.filter(end_user__isnull=True).exists()
+            or bool(user_id)
+            and active.filter(end_user__tenant=tenant, end_user__external_id=user_id).exists()
+        )
+    except DatabaseError:
+        return True
 
 
 def card_weights(*, tenant: Tenant, memory_ids: Sequence[str]) -> dict[str, float]:
@@ -89,13 +104,16 @@ def ltm_search(
     statuses: Sequence[str] = ("active",),
     top_n: int = 50,
     query_vector: Sequence[float] | None = None,
+    with_cards: bool = True,
 ) -> LtmSearchResult:
     """Search the tenant's cards; hybrid fuses both branches by Reciprocal Rank Fusion.
 
     With `user_id`, that user's cards and the shared ones (no user) are searched;
     `query_vector` is the query's embedding when the caller has it already. If one
     branch fails or exceeds LTM_BRANCH_TIMEOUT_SECONDS the other answers and the result is
-    `degraded`; if every branch asked fails, StoreUnavailable.
+    `degraded`; if every branch asked fails, StoreUnavailable. Without `with_cards` the hits
+    carry no card and are the best `2 k` the indexes found: the caller reads the cards
+    (`card_documents`) once for every search it made.
     """
     if mode not in MODES:
         raise Invalid(f"mode must be one of {', '.join(MODES)}.", fields={"mode": [mode]})
@@ -143,13 +161,25 @@ def ltm_search(
             setattr(entry, f"{name}_rank", rank)
             setattr(entry, f"{name}_score", hit.score)
     ranked = sorted(fused.values(), key=lambda h: h.score, reverse=True)
+    if not with_cards:
+        return LtmSearchResult(
+            hits=ranked[: k * 2],
+            mode=mode,
+            degraded=bool(failed),
+            failed_branches=failed,
+            timings_ms=dict(timings),
+        )
     documents, degraded_docs = _timed(
-        timings, "documents", lambda: _documents(tenant, [h.memory_id for h in ranked[: k * 2]])
+        timings,
+        "documents",
+        lambda: card_documents(
+            tenant=tenant, ids=[h.memory_id for h in ranked[: k * 2]], statuses=scope.statuses
+        ),
     )()
     hits: list[LtmHit] = []
     for fused_hit in ranked:
         if fused_hit.memory_id not in documents:
-            continue  # not in both indexes yet (or gone): not searchable
+            continue  # gone from the ledger, or no longer of the statuses asked
         fused_hit.card = documents[fused_hit.memory_id]
         hits.append(fused_hit)
         if len(hits) == k:
@@ -196,21 +226,28 @@ def _run_branches(
     return answers, tuple(failed)
 
 
-def _documents(tenant: Tenant, ids: list[str]) -> tuple[dict[str, dict[str, Any]], tuple[str, ...]]:
-    """The cards' stored text from Elasticsearch; from the ledger if Elasticsearch is down."""
+def card_documents(
+    *, tenant: Tenant, ids: Sequence[str], statuses: Sequence[str] = ("active",)
+) -> tuple[dict[str, dict[str, Any]], tuple[str, ...]]:
+    """The fields of these cards, by memory_id, from the ledger: it is authoritative, so a card
+    an index still holds after its archiving or deletion is left out. From Elasticsearch, and
+    `("documents",)` as the degraded part, when PostgreSQL cannot answer."""
+    if not ids:
+        return {}, ()
     try:
-        timeout = settings.LTM_BRANCH_TIMEOUT_SECONDS
-        return card_search_index().get_many(ids=ids, timeout=timeout), ()
-    except StoreUnavailable:
-        cards = LtmCard.objects.filter(tenant=tenant, memory_id__in=ids).exclude(status="deleted")
+        cards = LtmCard.objects.select_related("end_user", "project").filter(
+            tenant=tenant, memory_id__in=list(ids), status__in=list(statuses)
+        )
         return {
-            c.memory_id: {
-                "memory_id": c.memory_id,
-                "title": c.title,
-                "summary": c.summary,
-                "content": c.content,
-                "memory_type": c.memory_type,
-                "status": c.status,
+            card.memory_id: {
+                **card.index_fields(),
+                "memory_id": card.memory_id,
+                "version": card.version,
             }
-            for c in cards
-        }, ("documents",)
+            for card in cards
+        }, ()
+    except DatabaseError as exc:
+        logger.warning("long-term cards read from Elasticsearch: %s", exc)
+    stored = card_search_index().get_many(ids=ids, timeout=settings.LTM_BRANCH_TIMEOUT_SECONDS)
+    wanted = set(statuses)
+    return {i: d for i, d in stored.items() if d.get("status") in wanted}, ("documents",)

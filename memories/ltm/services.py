@@ -360,31 +360,13 @@ def outbox_drain_enqueue() -> None:
 
 def card_document(card: LtmCard, vector: Sequence[float] = ()) -> CardDocument:
     """The card as both indexes store it."""
-    refs = card.source_refs or {}
     return CardDocument(
         memory_id=card.memory_id,
         version=card.version,
         vector=list(vector),
         fields={
-            "tenant_id": str(card.tenant_id),
-            "user_id": card.end_user.external_id if card.end_user else "",
-            "project_id": card.project.key if card.project else "",
-            "memory_type": card.memory_type,
-            "title": card.title,
-            "summary": card.summary,
-            "content": card.content,
-            "entities": list(card.entities),
-            "tags": list(card.tags),
-            "source_type": card.source_type,
-            "source_refs": [f"{kind}:{ref}" for kind, ids in refs.items() for ref in ids],
+            **card.index_fields(),
             "bm25_text": bm25_text(" ".join([card.text, *card.entities, *card.tags])),
-            "created_at": card.created_at.isoformat(),
-            "updated_at": card.updated_at.isoformat(),
-            "occurred_at": card.occurred_at.isoformat() if card.occurred_at else None,
-            "importance": card.importance,
-            "confidence": card.confidence,
-            "access_count": card.access_count,
-            "status": card.status,
         },
     )
 

@@ -152,6 +152,7 @@ def start_asking(
     policy: dict[str, Any],
     forced_layers: Collection[str],
     has_history: bool,
+    has_cards: bool = True,
     now: datetime | None = None,
     alternates: Alternates | None = None,
     related_words: Collection[str] = (),
@@ -161,7 +162,7 @@ def start_asking(
     profile.time = time_query.as_dict()
     floor = float(policy_value(policy, "relevance_floor"))
     depth = int(policy_value(policy, "history_depth"))
-    ltm_on = not forced_layers or "ltm" in forced_layers
+    ltm_on = has_cards and (not forced_layers or "ltm" in forced_layers)
     history_on = has_history and (not forced_layers or "history" in forced_layers)
     if not (ltm_on or history_on) or not (profile.content_terms or decided.ltm or decided.history):
         return Asking(search=None, time_query=time_query, floor=floor, depth=depth)

@@ -14,14 +14,14 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
 
 from memories.history.selectors import HistoryHit, HistorySearchResult, history_search
 from memories.ltm.embedder import query_vector
-from memories.ltm.selectors import LtmHit, LtmSearchResult, ltm_search
+from memories.ltm.selectors import LtmHit, LtmSearchResult, card_documents, ltm_search
 from memories.recall.timefilter import TimeWindow
 from memoryproject.errors import StoreUnavailable
 from memoryproject.store_timing import in_request_context
@@ -113,6 +113,10 @@ class MemorySearch:
         self._futures: dict[str, Future[Any]] = {}
         self._timings: dict[str, float] = {}
         self._embedding: Future[list[float]] | None = None
+        # The cards of long-term hits, read from the ledger once for every branch (None: the
+        # ledger holds no active card by that id any more).
+        self._cards: dict[str, dict[str, Any] | None] = {}
+        self._cards_degraded = False
 
     # --- starting ------------------------------------------------------------------------
     def start_lexical(self) -> None:
@@ -159,7 +163,8 @@ class MemorySearch:
         history = answers.get("history.lexical")
         if history is not None:
             failed.extend(d for d in history.degraded if d not in failed)
-        return answers.get("ltm.lexical"), history, failed
+        ltm = answers.get("ltm.lexical")
+        return (self._carded(ltm) if ltm is not None else None), history, failed
 
     def nearest(self) -> list[tuple[str, float, str]]:
         """The vector branches' hits of both sources as (key, cosine, text); waits for them (a
@@ -171,7 +176,7 @@ class MemorySearch:
             if name.startswith("ltm."):
                 found.extend(
                     (h.memory_id, float(h.vector_score or h.score), card_text(h))
-                    for h in result.hits
+                    for h in self._carded(result).hits
                 )
             else:
                 found.extend(
@@ -206,6 +211,7 @@ class MemorySearch:
         for name, result in answers.items():
             source, branch = name.split(".", 1)
             if source == "ltm":
+                result = self._carded(result)
                 ltm_branches[branch] = [(h.memory_id, h) for h in result.hits]
                 for store, elapsed in result.timings_ms.items():
                     found.timings_ms[f"ltm.{store}"] = elapsed
@@ -215,7 +221,11 @@ class MemorySearch:
                 for store, elapsed in result.latency_ms.items():
                     found.timings_ms.setdefault(store, elapsed)
                 found.failed.extend(result.degraded)
+        if self._cards_degraded:
+            found.failed.append("ltm.documents")
         found.failed = list(dict.fromkeys(found.failed))
+        if "ltm.documents" in self._timings:
+            found.timings_ms["ltm.documents"] = self._timings["ltm.documents"]
         for source in ("ltm", "history"):
             spent = [ms for name, ms in self._timings.items() if name.startswith(f"{source}.")]
             if spent:
@@ -260,7 +270,30 @@ class MemorySearch:
             user_id=self._user_id,
             project=self._project or None,
             query_vector=vector,
+            with_cards=False,
         )
+
+    def _carded(self, result: LtmSearchResult) -> LtmSearchResult:
+        """The result's best `depth` hits that the ledger still holds active, with their
+        cards. Read in the request's own thread, from PostgreSQL, once per card."""
+        missing = list(
+            dict.fromkeys(h.memory_id for h in result.hits if h.memory_id not in self._cards)
+        )
+        if missing:
+            began = time.perf_counter()
+            cards, degraded = card_documents(tenant=self._tenant, ids=missing)
+            self._cards.update({memory_id: cards.get(memory_id) for memory_id in missing})
+            self._cards_degraded = self._cards_degraded or bool(degraded)
+            spent = (time.perf_counter() - began) * 1000
+            self._timings["ltm.documents"] = round(
+                self._timings.get("ltm.documents", 0.0) + spent, 2
+            )
+        hits = [
+            replace(hit, card=card)
+            for hit in result.hits
+            if (card := self._cards.get(hit.memory_id)) is not None
+        ]
+        return replace(result, hits=hits[: self._depth])
 
     def _history_branch(
         self, mode: str, vector: list[float] | None, window: TimeWindow | None

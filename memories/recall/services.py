@@ -18,7 +18,7 @@ from typing import Any
 
 from django.db import DatabaseError
 
-from memories.ltm.selectors import card_weights
+from memories.ltm.selectors import card_weights, cards_exist
 from memories.recall.asking import (
     Asking,
     apply_time,
@@ -132,6 +132,7 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         policy=policy,
         forced_layers=request.layers,
         has_history=layer1.owner is not None and bool(policy.get("history_enabled", True)),
+        has_cards=_has_cards(tenant, request, trace),
         alternates=routed.alternates,
         related_words=related_words(profile.content_terms, layer1.vocabulary),
     )
@@ -198,6 +199,16 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         latency_ms=trace.latency_ms,
         explain=explained,
     )
+
+
+def _has_cards(tenant: Tenant, request: RecallRequest, trace: Trace) -> bool:
+    """Whether long-term memory holds a card this recall could find (no card: no search)."""
+    if request.layers and "ltm" not in request.layers:
+        return False
+    if cards_exist(tenant=tenant, user_id=request.user_id):
+        return True
+    trace.notes.append("ltm: neither the user nor the tenant has an active card; not searched")
+    return False
 
 
 def _blocks(

@@ -157,6 +157,28 @@ def test_postgres_outage_answers_503_on_writes_and_writes_nothing(postgres, tena
     assert _new_data_keys(redis_before) == set()
 
 
+def test_cards_are_read_from_elasticsearch_while_postgres_is_down(postgres, tenant) -> None:
+    from memories.ltm.selectors import card_documents
+    from memories.ltm.services import CardInput, cards_import, outbox_drain
+
+    results = cards_import(
+        tenant=tenant,
+        cards=[CardInput(memory_type="procedure", summary="Deploy with Terraform")],
+    )
+    outbox_drain()
+    memory_id = results[0][0].memory_id
+    cards, degraded = card_documents(tenant=tenant, ids=[memory_id])
+    assert degraded == () and cards[memory_id]["summary"] == "Deploy with Terraform"
+
+    postgres.switch("refuse")
+    try:
+        cards, degraded = card_documents(tenant=tenant, ids=[memory_id, "ltm_gone"])
+    finally:
+        _back(postgres)
+    assert degraded == ("documents",)
+    assert list(cards) == [memory_id] and cards[memory_id]["summary"] == "Deploy with Terraform"
+
+
 def test_postgres_that_never_answers_is_503_within_the_connect_timeout(postgres, owner):
     url = reverse(EVENTS, kwargs={"session_id": "s_1"})
     assert owner.get(url).status_code == 404  # caches the key

@@ -159,6 +159,28 @@ def test_an_unindexed_card_is_not_searchable(tenant) -> None:
     assert ids(ltm_search(tenant=tenant, query="createOrder", mode="hybrid")) == []
 
 
+@pytest.mark.django_db
+def test_the_ledger_wins_over_an_index_that_lags_behind(tenant, owner: APIClient) -> None:
+    """A card archived or deleted in PostgreSQL is not served while both indexes, their
+    outbox not drained yet, still hold it; its text is the ledger's, not the index's."""
+    cards = import_cards(tenant)
+    LtmCard.objects.filter(memory_id=cards["pool"]).update(status=LtmCard.Status.ARCHIVED)
+    LtmCard.objects.filter(memory_id=cards["deploy"]).update(summary="Deploy with Terraform")
+    assert cards["pool"] in dict(card_search_index().versions())
+
+    for mode in ("lexical", "vector", "hybrid"):
+        found = ltm_search(tenant=tenant, query="createOrder timeouts", mode=mode)
+        assert cards["pool"] not in ids(found)
+    body = owner.post(
+        reverse("memories:recall"),
+        {"user_id": "u_42", "session_id": "s_1", "query": "以前 createOrder 超时有类似的吗"},
+        format="json",
+    ).json()
+    assert cards["pool"] not in [item.get("memory_id") for item in body["items"]]
+    found = ltm_search(tenant=tenant, query="staging smoke tests", mode="lexical")
+    assert [h.card["summary"] for h in found.hits] == ["Deploy with Terraform"]
+
+
 @pytest.fixture
 def own_vector_server(tmp_path, settings):
     """A Milvus server of this test's own (the one scripts/stores.sh runs), so it can stop it."""

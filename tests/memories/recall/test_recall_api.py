@@ -6,6 +6,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from django.urls import reverse
@@ -177,6 +178,28 @@ def test_the_design_example_end_to_end(owner: APIClient, seeded) -> None:
     assert set(item["score_parts"]) == {"recency", "relevance", "importance", "confidence"}
     assert item["score"] == pytest.approx(sum(item["score_parts"].values()), abs=1e-3)
     assert item["provenance"]["task_id"] == "bug456"
+
+
+@pytest.mark.django_db
+def test_long_term_memory_is_searched_only_when_it_holds_a_card_to_find(
+    tenant, owner: APIClient
+) -> None:
+    query = "以前 createOrder 超时有类似的吗"
+    empty = recall(owner, query=query)
+    assert not any(name.startswith("ltm.") for name in empty["explain"]["latency_ms"])
+    assert any("has an active card; not searched" in n for n in empty["explain"]["notes"])
+
+    mine = import_cards(tenant, [replace(PAST_CASE, user_id="u_42")])
+    body = recall(owner, query=query)
+    assert {"ltm.lexical", "ltm.vector"} <= set(body["explain"]["latency_ms"])
+    assert mine["pool-case"] in [item["memory_id"] for item in body["items"]]
+    other = recall(owner, query=query, user_id="u_7")  # another user: nothing of u_42's
+    assert not any(name.startswith("ltm.") for name in other["explain"]["latency_ms"])
+
+    shared = import_cards(tenant, [UNRELATED])  # a card of no user: every user's search
+    body = recall(owner, query=query, user_id="u_7")
+    assert {"ltm.lexical", "ltm.vector"} <= set(body["explain"]["latency_ms"])
+    assert shared["deploy"] not in [item["memory_id"] for item in body["items"]]
 
 
 @pytest.mark.django_db
