@@ -63,7 +63,9 @@ class WritePath:
     IMPORT = "import"  # a card of POST /v1/ltm/cards:import
     PROMOTION = "promotion"  # a promotion proposal of the scan or of reflection
     PROFILE = "profile"  # a free-text value of a profile patch
-    ALL = (PROPOSAL, EXTRACTION, EVENT, IMPORT, PROMOTION, PROFILE)
+    STM_UPDATE = "stm_update"  # a change of a short-term item (PATCH /v1/memories/{id})
+    CARD_UPDATE = "card_update"  # a change of a card (PATCH /v1/ltm/cards/{id})
+    ALL = (PROPOSAL, EXTRACTION, EVENT, IMPORT, PROMOTION, PROFILE, STM_UPDATE, CARD_UPDATE)
 
 
 QUARANTINED = Counter(

@@ -252,15 +252,19 @@ OPERATION_ORDER: tuple[str, ...] = (
     "proposals_submit",
     "stm_items_list",
     "stm_item_get",
+    "stm_item_update",
     "stm_item_delete",
     # Long-term
     "cards_import",
+    "cards_list",
     "ltm_search",
     "card_get",
+    "card_update",
     "card_delete",
     # Profiles
     "profile_get",
     "profile_update",
+    "user_memories",
     # Review
     "promotions_list",
     "fact_delete",

@@ -15,7 +15,7 @@ if [ ! -f "$stamp" ]; then
   echo "==> installing dependencies into .venv"
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -e ".[dev]"
-  .venv/bin/python -m pip install --quiet -e "clients/python[mcp]"
+  .venv/bin/python -m pip install --quiet -e "clients/python[mcp,langgraph,openai-agents]"
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

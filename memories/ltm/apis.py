@@ -1,4 +1,4 @@
-"""Agents' API to Layer 3 alone: import cards, read one, search (inspection)."""
+"""Agents' API to Layer 3 alone: import cards, list them, search (inspection)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,17 @@ from rest_framework.views import APIView
 
 from memories.audit.services import Actor
 from memories.ltm.models import LtmCard
-from memories.ltm.selectors import MODES, ltm_search
-from memories.ltm.serializers import CardImportOutputSerializer, LtmSearchOutputSerializer
+from memories.ltm.selectors import MODES, cards_for, ltm_search
+from memories.ltm.serializers import (
+    CardImportOutputSerializer,
+    CardPageOutputSerializer,
+    LtmSearchOutputSerializer,
+    card_view,
+)
 from memories.ltm.services import CardInput, cards_import_screened
 from memoryproject.errors import PayloadTooLarge
 from memoryproject.fields import (
+    QueryIntegerField,
     StrictCharField,
     StrictFloatField,
     StrictIntegerField,
@@ -216,3 +222,59 @@ class LtmSearchApi(APIView):
                 }
             ).data
         )
+
+
+class CardListApi(APIView):
+    """The tenant's cards, newest first: one user's, the shared ones, or all; paged."""
+
+    required_scopes = {"GET": "read"}
+    error_statuses = {"GET": (404,)}  # an unknown user_id
+
+    class QuerySerializer(StrictSerializer):
+        user_id = StrictCharField(
+            required=False, max_length=128, default="", validators=[external_id_validator]
+        )
+        shared = serializers.BooleanField(
+            required=False, default=False, help_text="only the cards of no user (the tenant's)"
+        )
+        status = serializers.ChoiceField(
+            choices=[LtmCard.Status.ACTIVE, LtmCard.Status.ARCHIVED],
+            required=False,
+            help_text="active (the default) or archived",
+        )
+        memory_type = serializers.ChoiceField(choices=LtmCard.Type.choices, required=False)
+        cursor = QueryIntegerField(required=False, min_value=1)
+        limit = QueryIntegerField(required=False, min_value=1, max_value=200, default=50)
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            if attrs.get("user_id") and attrs.get("shared"):
+                raise serializers.ValidationError(
+                    {"shared": ["A user's cards are not shared ones: give one of the two."]}
+                )
+            return attrs
+
+    @extend_schema(
+        operation_id="cards_list",
+        summary="List long-term cards",
+        tags=["Long-term"],
+        parameters=[QuerySerializer],
+        responses=CardPageOutputSerializer,
+    )
+    def get(self, request: Request) -> Response:
+        query = self.QuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        data = query.validated_data
+        page = cards_for(
+            tenant=request_tenant(request),
+            user_id=data["user_id"],
+            shared=data["shared"],
+            statuses=[data.get("status", LtmCard.Status.ACTIVE)],
+            memory_type=data.get("memory_type", ""),
+            cursor=data.get("cursor"),
+            limit=data["limit"],
+        )
+        document = {
+            "cards": [card_view(card) for card in page.cards],
+            "next_cursor": str(page.next_cursor) if page.next_cursor else None,
+        }
+        return Response(CardPageOutputSerializer(document).data)

@@ -21,7 +21,7 @@ from memories.ltm.text import bm25_text
 from memories.ltm.vectors import vector_index
 from memoryproject.errors import Invalid, NotFound, StoreUnavailable
 from memoryproject.store_timing import in_request_context
-from profiles.models import Tenant
+from profiles.models import EndUser, Tenant
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -42,6 +42,44 @@ def card_for(*, tenant: Tenant, memory_id: str) -> LtmCard:
     if card is None:
         raise NotFound(f"No card {memory_id!r}.")
     return card
+
+
+@dataclass(frozen=True)
+class CardPage:
+    cards: list[LtmCard]
+    next_cursor: int | None  # pass as `cursor` for the next page; None on the last one
+
+
+def cards_for(
+    *,
+    tenant: Tenant,
+    user_id: str = "",
+    shared: bool = False,
+    statuses: Sequence[str] = (LtmCard.Status.ACTIVE,),
+    memory_type: str = "",
+    cursor: int | None = None,
+    limit: int = 50,
+) -> CardPage:
+    """The tenant's cards, newest first: one user's (NotFound for a user the tenant does not
+    have), the shared ones (`shared`), or all; never the deleted ones."""
+    cards = LtmCard.objects.select_related("end_user", "project").filter(
+        tenant=tenant, status__in=[s for s in statuses if s != LtmCard.Status.DELETED]
+    )
+    if user_id:
+        end_user = EndUser.objects.filter(tenant=tenant, external_id=user_id).first()
+        if end_user is None:
+            raise NotFound(f"No user {user_id!r}.")
+        cards = cards.filter(end_user=end_user)
+    elif shared:
+        cards = cards.filter(end_user__isnull=True)
+    if memory_type:
+        cards = cards.filter(memory_type=memory_type)
+    if cursor is not None:
+        cards = cards.filter(pk__lt=cursor)
+    page = list(cards.order_by("-pk")[: limit + 1])
+    more = len(page) > limit
+    page = page[:limit]
+    return CardPage(cards=page, next_cursor=page[-1].pk if more else None)
 
 
 def cards_exist(*, tenant: Tenant, user_id: str) -> bool:

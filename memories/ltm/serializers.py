@@ -102,3 +102,27 @@ class LtmSearchOutputSerializer(OutputSerializer):
     degraded = serializers.BooleanField(help_text="a branch failed or was too slow")
     failed_branches = serializers.ListField(child=serializers.CharField())
     hits = LtmSearchHitOutputSerializer(many=True)
+
+
+class CardPageOutputSerializer(OutputSerializer):
+    """A page of cards, newest first."""
+
+    cards = CardOutputSerializer(many=True)
+    next_cursor = serializers.CharField(
+        allow_null=True, help_text="pass as `cursor` for the next page; null on the last one"
+    )
+
+
+class CardUpdateOutputSerializer(OutputSerializer):
+    """What became of an edit of a card, and the card as it is now."""
+
+    outcome = serializers.ChoiceField(
+        choices=["updated", "unchanged", "quarantined"],
+        help_text="updated (a new version, reindexed shortly), unchanged, or quarantined (held "
+        "for review: it reads as an instruction to the model; nothing changed)",
+    )
+    card = CardOutputSerializer()
+    redacted = serializers.ListField(
+        child=serializers.CharField(), help_text="the fields whose sensitive data was replaced"
+    )
+    quarantine = CardHeldOutputSerializer(allow_null=True)

@@ -1,4 +1,5 @@
-"""Agents' API to review state: ask for deletions, follow them, list promotions, export a user."""
+"""Agents' API to review state: ask for deletions, follow them, list promotions, read or export
+everything about a user, change a card."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.audit.services import Actor
-from memories.ltm.selectors import card_for
-from memories.ltm.serializers import CardOutputSerializer, card_view
+from memories.ltm.selectors import card_for, cards_for
+from memories.ltm.serializers import CardOutputSerializer, CardUpdateOutputSerializer, card_view
+from memories.ltm.updates import Outcome as CardOutcome
+from memories.ltm.updates import card_update
 from memories.review.deletion import deletion_for, deletion_request
 from memories.review.export import user_export
 from memories.review.models import DeletionRequest, PromotionRequest, ReviewStatus
@@ -22,9 +25,19 @@ from memories.review.serializers import (
     DeletionOutputSerializer,
     PromotionListOutputSerializer,
     UserExportOutputSerializer,
+    UserMemoriesOutputSerializer,
 )
-from memoryproject.fields import QueryIntegerField, StrictCharField, StrictSerializer
+from memories.stm.selectors import stm_items_for
+from memories.stm.serializers import item_document
+from memoryproject.fields import (
+    QueryIntegerField,
+    StrictCharField,
+    StrictFloatField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 from profiles.auth import request_tenant
+from profiles.selectors import profile_document_for
 
 
 def deletion_view(request: DeletionRequest) -> dict[str, Any]:
@@ -104,15 +117,42 @@ class FactDeleteApi(APIView):
         return _accepted(request, kind=DeletionRequest.Kind.FACT, target=fact_id)
 
 
+class CardChangesSerializer(StrictSerializer):
+    """The fields of a card an edit may change; at least one."""
+
+    title = StrictCharField(required=False, allow_blank=True, max_length=300)
+    summary = StrictCharField(required=False, max_length=4000)
+    content = StrictCharField(required=False, allow_blank=True, max_length=20000)
+    entities = serializers.ListField(
+        child=StrictCharField(max_length=200), required=False, max_length=50
+    )
+    tags = serializers.ListField(
+        child=StrictCharField(max_length=64), required=False, max_length=50
+    )
+    importance = StrictFloatField(required=False, min_value=0, max_value=1)
+    confidence = StrictFloatField(required=False, min_value=0, max_value=1)
+    occurred_at = serializers.DateTimeField(required=False, allow_null=True)
+    expected_version = StrictIntegerField(
+        required=False,
+        min_value=1,
+        help_text="apply only to this version of the card (409 `conflict` otherwise)",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not set(attrs) - {"expected_version"}:
+            raise serializers.ValidationError("Give at least one field to change.")
+        return attrs
+
+
 class CardDetailApi(APIView):
-    """GET one card of the ledger; DELETE (admin) asks for its erasure, which a reviewer
-    approves before anything is removed.
+    """GET one card of the ledger; PATCH (admin) changes it; DELETE (admin) asks for its
+    erasure, which a reviewer approves before anything is removed.
 
     The card's read is Layer 3's, its deletion a review workflow: the view lives here, above
     both, so Layer 3 never imports the review layer."""
 
-    required_scopes = {"GET": "read", "DELETE": "admin"}
-    error_statuses = {"DELETE": DELETE_BODY_ERRORS}
+    required_scopes = {"GET": "read", "PATCH": "admin", "DELETE": "admin"}
+    error_statuses = {"PATCH": (404, 409), "DELETE": DELETE_BODY_ERRORS}
 
     @extend_schema(
         operation_id="card_get",
@@ -124,6 +164,44 @@ class CardDetailApi(APIView):
     def get(self, request: Request, memory_id: str) -> Response:
         card = card_for(tenant=request_tenant(request), memory_id=memory_id)
         return Response(CardOutputSerializer(card_view(card)).data)
+
+    @extend_schema(
+        operation_id="card_update",
+        summary="Change a long-term card",
+        tags=["Long-term"],
+        description=(
+            "Change a card's texts, entities, tags, importance, confidence or date. The card "
+            "keeps its id; its version goes up and both indexes follow shortly (the ledger "
+            "answers recall at once). Texts are redacted; a change that reads as an instruction "
+            "to the model is held for review (202, `quarantined`: nothing changed). The audit "
+            "trail keeps each field before and after."
+        ),
+        request=CardChangesSerializer,
+        responses={200: CardUpdateOutputSerializer, 202: CardUpdateOutputSerializer},
+    )
+    def patch(self, request: Request, memory_id: str) -> Response:
+        body = CardChangesSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        changes = dict(body.validated_data)
+        expected_version = changes.pop("expected_version", None)
+        result = card_update(
+            tenant=request_tenant(request),
+            memory_id=memory_id,
+            changes=changes,
+            actor=Actor.api_key(request.auth),  # type: ignore[arg-type]
+            expected_version=expected_version,
+        )
+        document = {
+            "outcome": result.outcome,
+            "card": card_view(result.card),
+            "redacted": result.redacted,
+            "quarantine": result.quarantine,
+        }
+        held = result.outcome == CardOutcome.QUARANTINED
+        return Response(
+            CardUpdateOutputSerializer(document).data,
+            status=status.HTTP_202_ACCEPTED if held else status.HTTP_200_OK,
+        )
 
     @extend_schema(
         operation_id="card_delete",
@@ -222,3 +300,51 @@ class UserExportApi(APIView):
             tenant=request_tenant(request), user_id=user_id, raw_transcripts=True
         )
         return Response(UserExportOutputSerializer(document).data)
+
+
+class UserMemoriesApi(APIView):
+    """Everything an agent may read about one end user, in one answer: the profile, the live
+    short-term items and the user's own cards, each part paged on its own."""
+
+    required_scopes = {"GET": "read"}
+    error_statuses = {"GET": (404,)}  # an unknown user_id
+
+    class QuerySerializer(StrictSerializer):
+        limit = QueryIntegerField(
+            required=False, min_value=1, max_value=200, default=50, help_text="per part"
+        )
+        items_before = serializers.FloatField(required=False, min_value=0)
+        cards_cursor = QueryIntegerField(required=False, min_value=1)
+
+    @extend_schema(
+        operation_id="user_memories",
+        summary="Get everything about a user",
+        tags=["Profiles"],
+        description=(
+            "The user's profile, live short-term items (newest first) and own active cards "
+            "(newest first; the tenant's shared cards are listed by `cards_list`). Page on with "
+            "`items_before` and `cards_cursor`; the profile comes with every page."
+        ),
+        parameters=[QuerySerializer],
+        responses=UserMemoriesOutputSerializer,
+    )
+    def get(self, request: Request, user_id: str) -> Response:
+        query = self.QuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        data, tenant = query.validated_data, request_tenant(request)
+        profile = profile_document_for(tenant=tenant, external_id=user_id)
+        items = stm_items_for(
+            tenant=tenant, user_id=user_id, before=data.get("items_before"), limit=data["limit"]
+        )
+        cards = cards_for(
+            tenant=tenant, user_id=user_id, cursor=data.get("cards_cursor"), limit=data["limit"]
+        )
+        document = {
+            "user_id": profile["user_id"],
+            "profile": profile,
+            "items": [item_document(item) for item in items.items],
+            "next_items_before": repr(items.next_before) if items.next_before else None,
+            "cards": [card_view(card) for card in cards.cards],
+            "next_cards_cursor": str(cards.next_cursor) if cards.next_cursor else None,
+        }
+        return Response(UserMemoriesOutputSerializer(document).data)

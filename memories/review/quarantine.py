@@ -13,12 +13,14 @@ from django.utils import timezone
 from memories.audit.services import Action, Actor, audit_record
 from memories.history.services import history_drain_enqueue, history_record_append
 from memories.ltm.services import CardInput, cards_import
+from memories.ltm.updates import card_update
 from memories.policies.selectors import vocabulary_for
 from memories.quarantine.models import QuarantinedText
 from memories.write.candidates import Candidate
 from memories.write.extractors import ExtractionContext, RuleExtractor
 from memories.write.services import proposals_submit
-from memoryproject.errors import Conflict, ErrorCode
+from memories.write.updates import ItemChanges, stm_item_update
+from memoryproject.errors import Conflict, ErrorCode, NotFound
 from memoryproject.quarantine import WritePath
 from profiles.services.profile_patch import ProfilePatch, profile_update
 from transcripts.models import Session
@@ -127,6 +129,8 @@ def _write(held: QuarantinedText, *, reviewer: AbstractBaseUser) -> dict[str, An
         return {"outcome": "updated", "end_user": end_user.external_id}
     if held.path == WritePath.EVENT:
         return _release_event(held, actor=actor)
+    if held.path in (WritePath.STM_UPDATE, WritePath.CARD_UPDATE):
+        return _release_update(held, actor=actor)
     return {"outcome": "released"}  # a promotion proposal: the next scan proposes it
 
 
@@ -135,6 +139,36 @@ def _candidate(fields: dict[str, Any]) -> Candidate:
     for name in ("entities", "tags", "message_ids", "tool_call_ids"):
         values[name] = tuple(values.get(name) or ())
     return Candidate(**values)
+
+
+def _release_update(held: QuarantinedText, *, actor: Actor) -> dict[str, Any]:
+    """Apply a held edit of an item or a card to what it is now, as its writer's words (the
+    release says they are not an instruction, not that they are the user's)."""
+    payload = held.payload
+    try:
+        if held.path == WritePath.STM_UPDATE:
+            item = stm_item_update(
+                tenant=held.tenant,
+                item_id=payload["item_id"],
+                changes=ItemChanges(**payload["changes"]),
+                actor=actor,
+                trusted_writer=bool(payload.get("trusted_writer")),
+                screen=False,
+            )
+            return {"outcome": item.outcome, "item_id": item.item.id}
+        changes = dict(payload["changes"])
+        if changes.get("occurred_at"):
+            changes["occurred_at"] = datetime.fromisoformat(changes["occurred_at"])
+        card = card_update(
+            tenant=held.tenant,
+            memory_id=payload["memory_id"],
+            changes=changes,
+            actor=actor,
+            screen=False,
+        )
+        return {"outcome": card.outcome, "memory_id": card.card.memory_id}
+    except NotFound:
+        return {"outcome": "gone"}
 
 
 def _release_event(held: QuarantinedText, *, actor: Actor) -> dict[str, Any]:

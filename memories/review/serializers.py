@@ -15,6 +15,7 @@ from memoryproject.fields import OutputSerializer
 from profiles.serializers import (
     FactOutputSerializer,
     PreferenceOutputSerializer,
+    ProfileDocumentOutputSerializer,
     ProfileFieldsOutputSerializer,
     RoleOutputSerializer,
 )
@@ -243,3 +244,19 @@ class UserExportOutputSerializer(OutputSerializer):
     verifications = ExportVerificationOutputSerializer(many=True)
     quarantined = ExportQuarantinedOutputSerializer(many=True)
     audit = ExportAuditEventOutputSerializer(many=True)
+
+
+class UserMemoriesOutputSerializer(OutputSerializer):
+    """Everything an agent may read about one end user: the profile, one page of the live
+    short-term items and one page of the user's own cards."""
+
+    user_id = serializers.CharField()
+    profile = ProfileDocumentOutputSerializer(help_text="the Layer 1 document, as profile_get")
+    items = StmItemOutputSerializer(many=True, help_text="live short-term items, newest first")
+    next_items_before = serializers.CharField(
+        allow_null=True, help_text="pass as `items_before` for the next page of items"
+    )
+    cards = CardOutputSerializer(many=True, help_text="the user's active cards, newest first")
+    next_cards_cursor = serializers.CharField(
+        allow_null=True, help_text="pass as `cards_cursor` for the next page of cards"
+    )

@@ -1,22 +1,17 @@
-"""Agents' API to short-term memory: list, read with provenance, delete."""
+"""Agents' API to short-term memory: list a user's items (one item's read, change and
+delete are the write path's: `memories.write.apis.MemoryItemApi`)."""
 
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.audit.services import Actor
 from memories.stm.items import MemoryType
-from memories.stm.selectors import stm_item_for, stm_item_provenance, stm_items_for
-from memories.stm.serializers import (
-    StmItemDetailOutputSerializer,
-    StmPageOutputSerializer,
-    item_document,
-)
-from memories.stm.services import stm_item_delete
+from memories.stm.selectors import stm_items_for
+from memories.stm.serializers import StmPageOutputSerializer, item_document
 from memoryproject.fields import QueryIntegerField, StrictCharField, StrictSerializer
 from profiles.auth import request_tenant
 from profiles.models import external_id_validator
@@ -66,40 +61,3 @@ class StmListApi(APIView):
                 }
             ).data
         )
-
-
-class MemoryItemApi(APIView):
-    """GET one short-term item with the transcript events it came from (redacted); DELETE it
-    at once."""
-
-    required_scopes = {"GET": "read", "DELETE": "write"}
-
-    @extend_schema(
-        operation_id="stm_item_get",
-        summary="Get a short-term item with its provenance",
-        tags=["Memories"],
-        description="One short-term item with the transcript events it came from (redacted).",
-        responses=StmItemDetailOutputSerializer,
-    )
-    def get(self, request: Request, item_id: str) -> Response:
-        tenant = request_tenant(request)
-        item = stm_item_for(tenant=tenant, item_id=item_id)
-        provenance = stm_item_provenance(tenant=tenant, item=item)
-        return Response(
-            StmItemDetailOutputSerializer({**item_document(item), "provenance": provenance}).data
-        )
-
-    @extend_schema(
-        operation_id="stm_item_delete",
-        summary="Delete a short-term item",
-        tags=["Memories"],
-        description="Delete the item and every index entry of it at once.",
-        responses={204: None},
-    )
-    def delete(self, request: Request, item_id: str) -> Response:
-        stm_item_delete(
-            tenant=request_tenant(request),
-            item_id=item_id,
-            actor=Actor.api_key(request.auth),  # type: ignore[arg-type]
-        )
-        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -25,7 +25,7 @@ from memoryproject.redis_client import recall_redis_connection, redis_connection
 from memoryproject.redis_keys import Owner
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
-SCRIPT_NAMES = ("upsert", "delete", "sweep", "touch", "undo", "vectors", "rewrite")
+SCRIPT_NAMES = ("upsert", "delete", "sweep", "touch", "undo", "vectors", "rewrite", "update")
 # The fields `rewrite_text` replaces: every text of an item that redaction covers.
 TEXT_FIELDS = (
     "summary",
@@ -43,6 +43,18 @@ INDEX_NAMES = ("session", "task", "entity", "type")
 def script_source(name: str) -> str:
     common = (LUA_DIR / "common.lua").read_text()
     return common + "\n" + (LUA_DIR / f"{name}.lua").read_text()
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """What `edit` did: 'updated' (at `version`), 'changed' (edited or merged since it was
+    read; `version` is its current one) or 'gone' (deleted, expired or superseded)."""
+
+    outcome: str
+    version: int
+    # The item's fields (flat: name, value, ...) as they were before an update: what
+    # `undo_edit` puts back.
+    previous: tuple[str, ...] = field(default=(), repr=False)
 
 
 @dataclass(frozen=True)
@@ -174,6 +186,47 @@ class RedisShortTermStore:
         except RedisError as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
         return _text(outcome)
+
+    def edit(
+        self, *, item: StmItem, fields: Sequence[str], read_version: int, now: float
+    ) -> EditResult:
+        """Write `fields` of `item` over the stored item, unless it changed since it was read
+        at `read_version`: the item keeps its id, its version goes up, `updated_at` becomes
+        `now`, and every index entry (its expiry too) follows the new values."""
+        flat = item.to_redis()
+        payload: dict[str, Any] = {name: flat[name] for name in fields}
+        payload["_lists"] = {
+            "sessions": item.sessions,
+            "entities": item.entities,
+            "fingerprints": item.fingerprints,
+        }
+        try:
+            outcome, version, next_expiry, previous = self._scripts["update"](
+                keys=[keys.stm_base(item.owner)],
+                args=[item.id, str(read_version), repr(now), orjson.dumps(payload)],
+            )
+            self._register_expiry([(item.owner, next_expiry)], replace=True)
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+        return EditResult(
+            outcome=_text(outcome),
+            version=int(version),
+            previous=tuple(_text(value) for value in previous or ()),
+        )
+
+    def undo_edit(self, *, item: StmItem, result: EditResult) -> None:
+        """Put an item back as it was before `edit` returned `result`: for a caller whose own
+        transaction failed after the edit landed."""
+        if result.outcome != "updated" or not result.previous:
+            return
+        try:
+            next_expiry = self._scripts["undo"](
+                keys=[keys.stm_base(item.owner)],
+                args=[orjson.dumps([{"restore": list(result.previous)}])],
+            )
+            self._register_expiry([(item.owner, next_expiry)], replace=True)
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
 
     def item_ids_page(
         self, *, owner: Owner, cursor: int = 0, count: int = 500

@@ -1,4 +1,5 @@
-"""Agents' API to the write pipeline: propose memories, judged by the tenant's write policy."""
+"""Agents' API to the write pipeline: propose memories, judged by the tenant's write policy;
+read, change and delete one short-term item."""
 
 from __future__ import annotations
 
@@ -12,9 +13,14 @@ from rest_framework.views import APIView
 
 from memories.audit.services import Actor
 from memories.stm.items import MemoryType
+from memories.stm.selectors import stm_item_for, stm_item_provenance
+from memories.stm.serializers import StmItemDetailOutputSerializer, item_document
+from memories.stm.services import stm_item_delete
 from memories.write.candidates import Candidate, SourceKind
-from memories.write.serializers import ProposalsOutputSerializer
+from memories.write.serializers import ItemUpdateOutputSerializer, ProposalsOutputSerializer
 from memories.write.services import proposals_submit
+from memories.write.updates import ItemChanges, stm_item_update
+from memories.write.updates import Outcome as UpdateOutcome
 from memoryproject.fields import (
     JsonObjectField,
     StrictBooleanField,
@@ -162,3 +168,114 @@ class ProposalSubmitApi(APIView):
             ProposalsOutputSerializer(body).data,
             status=status.HTTP_201_CREATED if written else status.HTTP_200_OK,
         )
+
+
+class ItemChangesSerializer(StrictSerializer):
+    """The fields of an item an edit may change; at least one."""
+
+    summary = StrictCharField(required=False, max_length=20000, trim_whitespace=False)
+    entities = serializers.ListField(
+        child=StrictCharField(max_length=200), required=False, max_length=50
+    )
+    tags = serializers.ListField(
+        child=StrictCharField(max_length=64), required=False, max_length=50
+    )
+    importance = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
+    confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
+    ttl_minutes = StrictIntegerField(required=False, min_value=1, max_value=10 * 365 * 1440)
+    expected_version = StrictIntegerField(
+        required=False,
+        min_value=1,
+        help_text="apply only to this version of the item (409 `conflict` otherwise)",
+    )
+
+    def validate_summary(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("The summary cannot be empty.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not set(attrs) - {"expected_version"}:
+            raise serializers.ValidationError("Give at least one field to change.")
+        return attrs
+
+
+class MemoryItemApi(APIView):
+    """One short-term item: GET it with the transcript events it came from (redacted), PATCH
+    some of its fields (guarded as a new write is), DELETE it at once."""
+
+    required_scopes = {"GET": "read", "PATCH": "write", "DELETE": "write"}
+    error_statuses = {"PATCH": (404, 409)}
+
+    @extend_schema(
+        operation_id="stm_item_get",
+        summary="Get a short-term item with its provenance",
+        tags=["Memories"],
+        description="One short-term item with the transcript events it came from (redacted).",
+        responses=StmItemDetailOutputSerializer,
+    )
+    def get(self, request: Request, item_id: str) -> Response:
+        tenant = request_tenant(request)
+        item = stm_item_for(tenant=tenant, item_id=item_id)
+        provenance = stm_item_provenance(tenant=tenant, item=item)
+        return Response(
+            StmItemDetailOutputSerializer({**item_document(item), "provenance": provenance}).data
+        )
+
+    @extend_schema(
+        operation_id="stm_item_update",
+        summary="Change a short-term item",
+        tags=["Memories"],
+        description=(
+            "Change the summary, entities, tags, importance, confidence or lifetime of a live "
+            "item. The item keeps its id; its version goes up and every index follows. The "
+            "change meets what a proposal meets: redaction, the write policy's refusals, the "
+            "quarantine screen (202, `quarantined`: nothing changed) and trust: an untrusted "
+            "key's new words for a constraint, preference or profile fact wait for a reviewer "
+            "(202, `held_for_verification`: nothing changed until approved). The audit trail "
+            "keeps each field before and after."
+        ),
+        request=ItemChangesSerializer,
+        responses={200: ItemUpdateOutputSerializer, 202: ItemUpdateOutputSerializer},
+    )
+    def patch(self, request: Request, item_id: str) -> Response:
+        body = ItemChangesSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = dict(body.validated_data)
+        expected_version = data.pop("expected_version", None)
+        result = stm_item_update(
+            tenant=request_tenant(request),
+            item_id=item_id,
+            changes=ItemChanges(**data),
+            actor=Actor.api_key(request.auth),  # type: ignore[arg-type]
+            trusted_writer=bool(getattr(request.auth, "trusted_writer", False)),
+            expected_version=expected_version,
+        )
+        document = {
+            "outcome": result.outcome,
+            "item": item_document(result.item),
+            "redacted": result.redacted,
+            "quarantine": result.quarantine,
+            "hold_reason": result.hold_reason,
+            "verification_id": result.verification_id or None,
+        }
+        held = result.outcome in (UpdateOutcome.QUARANTINED, UpdateOutcome.HELD)
+        return Response(
+            ItemUpdateOutputSerializer(document).data,
+            status=status.HTTP_202_ACCEPTED if held else status.HTTP_200_OK,
+        )
+
+    @extend_schema(
+        operation_id="stm_item_delete",
+        summary="Delete a short-term item",
+        tags=["Memories"],
+        description="Delete the item and every index entry of it at once.",
+        responses={204: None},
+    )
+    def delete(self, request: Request, item_id: str) -> Response:
+        stm_item_delete(
+            tenant=request_tenant(request),
+            item_id=item_id,
+            actor=Actor.api_key(request.auth),  # type: ignore[arg-type]
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from memories.stm.items import Trust
+from memories.stm.serializers import StmItemOutputSerializer
 from memoryproject.fields import OutputSerializer
 
 
@@ -84,3 +85,22 @@ class ProposalResultOutputSerializer(OutputSerializer):
 class ProposalsOutputSerializer(OutputSerializer):
     dry_run = serializers.BooleanField()
     results = ProposalResultOutputSerializer(many=True)
+
+
+class ItemUpdateOutputSerializer(OutputSerializer):
+    """What became of an edit of a short-term item, and the item as it is now."""
+
+    outcome = serializers.ChoiceField(
+        choices=["updated", "unchanged", "quarantined", "held_for_verification"],
+        help_text="updated (a new version), unchanged (nothing to write), quarantined (held "
+        "for review: it reads as an instruction to the model), held_for_verification (an "
+        "untrusted writer's new words for a rule wait for a reviewer); only `updated` changed "
+        "the item",
+    )
+    item = StmItemOutputSerializer(help_text="the item after the edit (as it was unless updated)")
+    redacted = serializers.ListField(
+        child=serializers.CharField(), help_text="kinds of sensitive data replaced"
+    )
+    quarantine = QuarantineOutputSerializer(allow_null=True)
+    hold_reason = serializers.CharField(help_text="why it waits for verification; '' if not")
+    verification_id = serializers.CharField(allow_null=True)

@@ -15,11 +15,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from memories.audit.services import Action, Actor, audit_record
+from memories.audit.services import Action, Actor, audit_record, changes_between
 from memories.write.candidates import SourceKind
 from memories.write.models import VerificationRequest
 from memories.write.services import Outcome, candidate_of, proposals_submit
-from memoryproject.errors import Conflict, ErrorCode, Invalid
+from memories.write.updates import ItemChanges, stm_item_update
+from memoryproject.errors import Conflict, ErrorCode, Invalid, NotFound
 
 EDITABLE = ("summary",)
 
@@ -70,6 +71,11 @@ def verification_approve(
     summary = str((edits or {}).get("summary", request.summary)).strip()
     if not summary:
         raise Invalid("The summary cannot be empty.", fields={"summary": ["Required."]})
+    if "update_of" in request.candidate:
+        item_id = _approve_update(request, summary=summary, reviewer=reviewer)
+        return _approved(
+            request, summary=summary, item_id=item_id, reviewer=reviewer, reason=reason
+        )
     held = candidate_of(request.candidate)
     candidate = replace(
         held,
@@ -94,16 +100,47 @@ def verification_approve(
         raise Conflict(
             f"The write policy refuses it now ({result.decision.refusal}); nothing was decided."
         )
-    request.result_ref = result.item_id
+    return _approved(
+        request, summary=summary, item_id=result.item_id, reviewer=reviewer, reason=reason
+    )
+
+
+def _approve_update(request: VerificationRequest, *, summary: str, reviewer: Any) -> str:
+    """Apply a held edit of an item (its new words approved, or edited, by the reviewer) to
+    the item as it is now; `Conflict` when the item is gone, and nothing is decided."""
+    document = request.candidate
+    changes = {**document.get("changes", {}), "summary": summary}
+    try:
+        result = stm_item_update(
+            tenant=request.tenant,
+            item_id=document["update_of"],
+            changes=ItemChanges(**changes),
+            actor=Actor.staff(reviewer),
+            source_kind=SourceKind.REVIEWER,
+            screen=False,
+        )
+    except NotFound:
+        raise Conflict(
+            f"Memory {document['update_of']!r} is gone (expired, deleted or superseded); "
+            "nothing was decided. Reject this request."
+        ) from None
+    return result.item.id
+
+
+def _approved(
+    request: VerificationRequest, *, summary: str, item_id: str, reviewer: Any, reason: str
+) -> VerificationRequest:
+    request.result_ref = item_id
     _decide(request, status=VerificationRequest.Status.APPROVED, reviewer=reviewer, reason=reason)
     audit_record(
         tenant=request.tenant,
         action=Action.APPROVE,
-        actor=actor,
+        actor=Actor.staff(reviewer),
         object_type="verification_request",
         object_id=request.request_id,
         before={"summary": request.summary},
-        after={"summary": summary, "item_id": result.item_id},
+        after={"summary": summary, "item_id": item_id},
+        changes=changes_between({"summary": request.summary}, {"summary": summary}),
         reason=reason,
         end_user_pk=request.end_user_id,
     )

@@ -27,7 +27,9 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from memories.audit.models import AuditEvent
 from memories.audit.services import Actor
+from memories.ltm.services import CardInput, cards_import
 from memories.review.deletion import deletion_request
 from memories.review.models import DeletionRequest, PromotionRequest, ReviewStatus
 from memories.write.candidates import Candidate
@@ -386,6 +388,10 @@ def test_a_reviewer_and_tenant_admin_walk_through_the_admin(live_server, browser
     # approve the deletion: the erasure runs and leaves a receipt, a table per store
     walk.open(reverse("admin:memories_deletionrequest_changelist"))
     browser.find_element(By.LINK_TEXT, deletion.request_id).click()
+    walk.scroll_to("fieldset:has(#erasure-inventory)")
+    inventory = walk.find("#erasure-inventory")
+    assert "postgres" in inventory.text.lower() or "postgresql" in inventory.text.lower()
+    walk.shoot("deletion-inventory")
     walk.find("#id_reason").send_keys("Confirmed with the user. 已与用户确认。")
     walk.shoot("deletion-review")
     walk.submit("input[name=_approve]")
@@ -473,5 +479,36 @@ def test_a_reviewer_and_tenant_admin_walk_through_the_admin(live_server, browser
     walk.above_the_fold("#result_list th.column-actor")
     walk.above_the_fold("#result_list th.column-created")
     walk.shoot("audit-trail")
+
+    # an event says what changed: the profile edit's values before and after
+    edit = AuditEvent.objects.filter(tenant=tenant, object_type="profile", action="update")
+    walk.open(reverse("admin:memories_auditevent_change", args=[edit.latest("seq").pk]))
+    walk.scroll_to(".field-changes_table")
+    assert "before" in walk.find(".field-changes_table").text.lower()
+    walk.shoot("audit-event-before-after")
+
+    # the approved promotion keeps what was proposed beside what was approved
+    walk.open(reverse("admin:memories_promotionrequest_change", args=[style.pk]))
+    proposed = walk.find("body").text
+    assert "short bullet points, at most five" in proposed and "As proposed" in proposed
+    walk.shoot("approved-as-proposed-and-as-approved")
+
+    # the card list names each card's end user
+    cards_import(
+        tenant=tenant,
+        cards=[
+            CardInput(memory_type="procedure", user_id="alice", summary="先在预发环境验证，再发布"),
+            CardInput(memory_type="knowledge", summary="Deploys go through Terraform plan"),
+        ],
+    )
+    walk.open(reverse("admin:memories_ltmcard_changelist"))
+    walk.above_the_fold("#result_list th.column-card_user")
+    assert "alice" in walk.find("#result_list").text
+    walk.shoot("card-list-end-user")
+
+    # "Delete" on an end user offers an erasure request instead
+    walk.open(reverse("admin:profiles_enduser_delete", args=[alice.pk]))
+    assert "erasure" in walk.find("#content").text.lower()
+    walk.shoot("end-user-delete-offers-erasure")
 
     assert time.monotonic() - started < 90, "the walkthrough should stay under 90 seconds"

@@ -31,10 +31,14 @@ TOOLS = {
     "compress_session",
     "list_memories",
     "get_memory",
+    "update_memory",
     "delete_memory",
+    "list_cards",
     "get_card",
+    "update_card",
     "delete_card",
     "get_profile",
+    "get_user_memories",
     "forget_user",
 }
 
@@ -114,7 +118,15 @@ async def _session_of_tools(client: Client) -> dict[str, Any]:
     seen["list"] = _data(await client.call_tool("list_memories", {"user_id": "u-mcp"}))
     first = seen["list"]["items"][0]["id"]
     seen["get"] = _data(await client.call_tool("get_memory", {"item_id": first}))
+    seen["update"] = _data(
+        await client.call_tool("update_memory", {"item_id": first, "tags": ["pets"]})
+    )
     seen["profile"] = _data(await client.call_tool("get_profile", {"user_id": "u-mcp"}))
+    seen["everything"] = _data(await client.call_tool("get_user_memories", {"user_id": "u-mcp"}))
+    seen["cards"] = _data(await client.call_tool("list_cards", {"user_id": "u-mcp"}))
+    seen["no card update"] = await client.call_tool(
+        "update_card", {"memory_id": "ltm_missing", "tags": ["x"]}
+    )
     seen["no card"] = await client.call_tool("get_card", {"memory_id": "ltm_missing"})
     templates = (await client.list_resource_templates()).resource_templates
     seen["templates"] = {template.uri_template for template in templates}
@@ -141,6 +153,10 @@ async def _session_of_tools(client: Client) -> dict[str, Any]:
     return seen
 
 
+def first_id(seen: dict[str, Any]) -> str:
+    return str(seen["list"]["items"][0]["id"])
+
+
 def _check(seen: dict[str, Any], tenant, service_url: str, api_key: str) -> None:
     assert seen["record"]["created"] and seen["record"]["event_count"] == 2
     assert seen["propose"]["results"][0]["accepted"]
@@ -152,7 +168,13 @@ def _check(seen: dict[str, Any], tenant, service_url: str, api_key: str) -> None
     assert seen["forget"]["status"] == "pending" and seen["forget"]["kind"] == "user"
     assert any("Miso" in item["summary"] for item in seen["list"]["items"])
     assert seen["get"]["id"] == seen["list"]["items"][0]["id"] and "provenance" in seen["get"]
+    assert seen["update"]["outcome"] == "updated" and seen["update"]["item"]["tags"] == ["pets"]
     assert seen["profile"]["user_id"] == "u-mcp"
+    assert seen["everything"]["profile"]["user_id"] == "u-mcp"
+    assert first_id(seen) in {item["id"] for item in seen["everything"]["items"]}
+    assert seen["cards"]["cards"] == []
+    assert seen["no card update"].is_error
+    assert "not_found" in seen["no card update"].content[0].text
     assert seen["no card"].is_error and "not_found" in seen["no card"].content[0].text
     assert seen["templates"] == {
         "memory://sessions/{session_id}/transcript",

@@ -87,6 +87,11 @@ def test_every_operation_answers_in_its_model(memory: MemoryClient, tenant) -> N
     assert_fits(page, m.StmPage)
     assert item_id in [i["id"] for i in page["items"]]
     assert_fits(memory.get_memory(item_id), m.StmItemWithProvenance)
+    changed = memory.update_memory(item_id, tags=["deploy"], expected_version=1)
+    assert_fits(changed, m.MemoryUpdateResponse)
+    assert (changed["outcome"], changed["item"]["version"]) == ("updated", 2)
+    with pytest.raises(Conflict):
+        memory.update_memory(item_id, tags=["again"], expected_version=1)
 
     imported = memory.import_cards(
         [
@@ -102,6 +107,21 @@ def test_every_operation_answers_in_its_model(memory: MemoryClient, tenant) -> N
     assert_fits(imported, m.CardImportResponse)
     memory_id = imported["cards"][0]["memory_id"]
     assert_fits(memory.get_card(memory_id), m.Card)
+    cards = memory.list_cards(user_id=USER)
+    assert_fits(cards, m.CardPage)
+    assert [c["memory_id"] for c in cards["cards"]] == [memory_id]
+    edited = memory.update_card(memory_id, tags=["terraform"])
+    assert_fits(edited, m.CardUpdateResponse)
+    assert (edited["outcome"], edited["card"]["version"]) == ("updated", 2)
+    everything = memory.get_user_memories(USER, limit=10)
+    assert_fits(everything, m.UserMemories)
+    assert [c["memory_id"] for c in everything["cards"]] == [memory_id]
+    assert item_id in [i["id"] for i in everything["items"]]
+    assert everything["profile"]["profile"]["answer_style"] == "concise"
+    assert {
+        entry["id"] if "id" in entry else entry["memory_id"]
+        for entry in memory.iter_user_memories(USER, page_size=1)
+    } >= {item_id, memory_id}
     found = memory.search_ltm(query="Terraform apply", mode="lexical", user_id=USER)
     assert_fits(found, m.LtmSearchResponse)
     assert memory_id in [h["memory_id"] for h in found["hits"]]
@@ -261,6 +281,14 @@ def test_the_async_client_speaks_the_same_api(service_url: str, api_key: str) ->
             assert [e["content"] for e in events] == ["I use Python 3.12."]
             with pytest.raises(NotFound):
                 await memory.get_card("card-none")
+            with pytest.raises(NotFound):
+                await memory.update_memory("stm_1_0123456789abcdef", tags=["x"])
+            with pytest.raises(NotFound):
+                await memory.update_card("ltm_none", tags=["x"])
+            assert_fits(await memory.list_cards(shared=True), m.CardPage)
+            everything = await memory.get_user_memories(USER)
+            assert_fits(everything, m.UserMemories)
+            assert [e async for e in memory.iter_user_memories(USER)] == everything["items"]
             return dict(await memory.recall(user_id=USER, session_id=SESSION, query="python"))
 
     recalled = asyncio.run(scenario())

@@ -48,6 +48,12 @@ OPERATIONS: dict[str, tuple[str, Any, Any, dict[str, Any]]] = {
     ),
     "stm_items_list": ("list_stm", None, m.StmQuery, {"200": m.StmPage}),
     "stm_item_get": ("get_memory", None, None, {"200": m.StmItemWithProvenance}),
+    "stm_item_update": (
+        "update_memory",
+        m.MemoryUpdate,
+        None,
+        {"200": m.MemoryUpdateResponse, "202": m.MemoryUpdateResponse},
+    ),
     "stm_item_delete": ("delete_memory", None, None, {"204": None}),
     "cards_import": (
         "import_cards",
@@ -55,7 +61,14 @@ OPERATIONS: dict[str, tuple[str, Any, Any, dict[str, Any]]] = {
         None,
         {"201": m.CardImportResponse},
     ),
+    "cards_list": ("list_cards", None, m.CardsQuery, {"200": m.CardPage}),
     "card_get": ("get_card", None, None, {"200": m.Card}),
+    "card_update": (
+        "update_card",
+        m.CardUpdate,
+        None,
+        {"200": m.CardUpdateResponse, "202": m.CardUpdateResponse},
+    ),
     "card_delete": ("delete_card", None, None, {"202": m.Deletion}),
     "ltm_search": (
         "search_ltm",
@@ -81,6 +94,7 @@ OPERATIONS: dict[str, tuple[str, Any, Any, dict[str, Any]]] = {
         {"200": m.PromotionsResponse},
     ),
     "user_export": ("export_user", None, None, {"200": m.UserExport}),
+    "user_memories": ("get_user_memories", None, m.UserMemoriesQuery, {"200": m.UserMemories}),
 }
 
 

@@ -33,12 +33,18 @@ from agent_memory_client.models import (
     Card,
     CardImportResponse,
     CardIn,
+    CardPage,
+    CardsQuery,
+    CardUpdate,
+    CardUpdateResponse,
     CompressResponse,
     Deletion,
     EventIn,
     EventOut,
     LtmSearchRequest,
     LtmSearchResponse,
+    MemoryUpdate,
+    MemoryUpdateResponse,
     ProfilePatch,
     ProfilePatchResponse,
     ProfileResponse,
@@ -50,10 +56,13 @@ from agent_memory_client.models import (
     RecallResponse,
     ReplayQuery,
     ReplayResponse,
+    StmItem,
     StmItemWithProvenance,
     StmPage,
     StmQuery,
     UserExport,
+    UserMemories,
+    UserMemoriesQuery,
     VerifyResponse,
 )
 
@@ -181,6 +190,11 @@ class MemoryClient:
     def get_memory(self, item_id: str) -> StmItemWithProvenance:
         return cast(StmItemWithProvenance, self._call(ops.get_memory(item_id)))
 
+    def update_memory(self, item_id: str, **changes: Unpack[MemoryUpdate]) -> MemoryUpdateResponse:
+        """Change some fields of a live item in place, guarded as a new write is: see
+        `outcome` (an edit held for review or verification changed nothing yet)."""
+        return cast(MemoryUpdateResponse, self._call(ops.update_memory(item_id, dict(changes))))
+
     def delete_memory(self, item_id: str) -> None:
         self._call(ops.delete_memory(item_id))
 
@@ -190,8 +204,16 @@ class MemoryClient:
         """Bulk import (admin key; all or nothing); a known `id` updates its card."""
         return cast(CardImportResponse, self._call(ops.import_cards(cards)))
 
+    def list_cards(self, **query: Unpack[CardsQuery]) -> CardPage:
+        """Cards newest first: one user's, the shared ones, or all; page on with `cursor`."""
+        return cast(CardPage, self._call(ops.list_cards(dict(query))))
+
     def get_card(self, memory_id: str) -> Card:
         return cast(Card, self._call(ops.get_card(memory_id)))
+
+    def update_card(self, memory_id: str, **changes: Unpack[CardUpdate]) -> CardUpdateResponse:
+        """Change a card in place as a new version (admin key)."""
+        return cast(CardUpdateResponse, self._call(ops.update_card(memory_id, dict(changes))))
 
     def delete_card(self, memory_id: str, *, reason: str = "") -> Deletion:
         """Ask for the card's erasure (admin key): a deletion request a reviewer approves."""
@@ -234,6 +256,27 @@ class MemoryClient:
     def export_user(self, user_id: str) -> UserExport:
         """Everything held about one end user, as one document (admin key)."""
         return cast(UserExport, self._call(ops.export_user(user_id)))
+
+    def get_user_memories(self, user_id: str, **query: Unpack[UserMemoriesQuery]) -> UserMemories:
+        """The user's profile, live short-term items and own cards, each part paged."""
+        return cast(UserMemories, self._call(ops.get_user_memories(user_id, dict(query))))
+
+    def iter_user_memories(self, user_id: str, *, page_size: int = 100) -> Iterator[StmItem | Card]:
+        """Every live item, then every own card, of the user, page by page."""
+        page = self.get_user_memories(user_id, limit=page_size)
+        items_before, cards_cursor = page["next_items_before"], page["next_cards_cursor"]
+        yield from page["items"]
+        while items_before is not None:
+            more = self.get_user_memories(
+                user_id, limit=page_size, items_before=float(items_before)
+            )
+            yield from more["items"]
+            items_before = more["next_items_before"]
+        yield from page["cards"]
+        while cards_cursor is not None:
+            more = self.get_user_memories(user_id, limit=page_size, cards_cursor=int(cards_cursor))
+            yield from more["cards"]
+            cards_cursor = more["next_cards_cursor"]
 
 
 class AsyncMemoryClient:
@@ -348,14 +391,29 @@ class AsyncMemoryClient:
     async def get_memory(self, item_id: str) -> StmItemWithProvenance:
         return cast(StmItemWithProvenance, await self._call(ops.get_memory(item_id)))
 
+    async def update_memory(
+        self, item_id: str, **changes: Unpack[MemoryUpdate]
+    ) -> MemoryUpdateResponse:
+        return cast(
+            MemoryUpdateResponse, await self._call(ops.update_memory(item_id, dict(changes)))
+        )
+
     async def delete_memory(self, item_id: str) -> None:
         await self._call(ops.delete_memory(item_id))
 
     async def import_cards(self, cards: Sequence[CardIn]) -> CardImportResponse:
         return cast(CardImportResponse, await self._call(ops.import_cards(cards)))
 
+    async def list_cards(self, **query: Unpack[CardsQuery]) -> CardPage:
+        return cast(CardPage, await self._call(ops.list_cards(dict(query))))
+
     async def get_card(self, memory_id: str) -> Card:
         return cast(Card, await self._call(ops.get_card(memory_id)))
+
+    async def update_card(
+        self, memory_id: str, **changes: Unpack[CardUpdate]
+    ) -> CardUpdateResponse:
+        return cast(CardUpdateResponse, await self._call(ops.update_card(memory_id, dict(changes))))
 
     async def delete_card(self, memory_id: str, *, reason: str = "") -> Deletion:
         return cast(Deletion, await self._call(ops.delete_card(memory_id, reason)))
@@ -388,3 +446,32 @@ class AsyncMemoryClient:
 
     async def export_user(self, user_id: str) -> UserExport:
         return cast(UserExport, await self._call(ops.export_user(user_id)))
+
+    async def get_user_memories(
+        self, user_id: str, **query: Unpack[UserMemoriesQuery]
+    ) -> UserMemories:
+        return cast(UserMemories, await self._call(ops.get_user_memories(user_id, dict(query))))
+
+    async def iter_user_memories(
+        self, user_id: str, *, page_size: int = 100
+    ) -> AsyncIterator[StmItem | Card]:
+        page = await self.get_user_memories(user_id, limit=page_size)
+        items_before, cards_cursor = page["next_items_before"], page["next_cards_cursor"]
+        for item in page["items"]:
+            yield item
+        while items_before is not None:
+            more = await self.get_user_memories(
+                user_id, limit=page_size, items_before=float(items_before)
+            )
+            for item in more["items"]:
+                yield item
+            items_before = more["next_items_before"]
+        for card in page["cards"]:
+            yield card
+        while cards_cursor is not None:
+            more = await self.get_user_memories(
+                user_id, limit=page_size, cards_cursor=int(cards_cursor)
+            )
+            for card in more["cards"]:
+                yield card
+            cards_cursor = more["next_cards_cursor"]

@@ -253,10 +253,92 @@ def build_server(
         return dict(await call(memory().get_memory(item_id)))
 
     @server.tool()
+    async def update_memory(
+        item_id: str,
+        summary: str | None = None,
+        entities: list[str] | None = None,
+        tags: list[str] | None = None,
+        importance: float | None = None,
+        ttl_minutes: int | None = None,
+        expected_version: int | None = None,
+    ) -> dict[str, Any]:
+        """Correct one short-term memory item in place (only the fields given change). The
+        service guards it as a new write: `outcome` says whether it was updated, or held for
+        a reviewer (nothing changed yet)."""
+        given = {
+            "summary": summary,
+            "entities": entities,
+            "tags": tags,
+            "importance": importance,
+            "ttl_minutes": ttl_minutes,
+            "expected_version": expected_version,
+        }
+        changes: Any = {key: value for key, value in given.items() if value is not None}
+        return dict(await call(memory().update_memory(item_id, **changes)))
+
+    @server.tool()
     async def delete_memory(item_id: str) -> dict[str, Any]:
         """Delete one short-term memory item at once (wrong or outdated)."""
         await call(memory().delete_memory(item_id))
         return {"deleted": item_id}
+
+    @server.tool()
+    async def list_cards(
+        user_id: str = "",
+        shared: bool = False,
+        status: Literal["active", "archived"] = "active",
+        limit: int = 50,
+        cursor: int | None = None,
+    ) -> dict[str, Any]:
+        """Long-term memory cards, newest first: one user's, the shared ones (`shared`), or
+        all; pass `next_cursor` back as `cursor` for the next page."""
+        query: dict[str, Any] = {"status": status, "limit": limit}
+        if user_id:
+            query["user_id"] = user_id
+        if shared:
+            query["shared"] = True
+        if cursor is not None:
+            query["cursor"] = cursor
+        return dict(await call(memory().list_cards(**query)))
+
+    @server.tool()
+    async def update_card(
+        memory_id: str,
+        title: str | None = None,
+        summary: str | None = None,
+        content: str | None = None,
+        entities: list[str] | None = None,
+        tags: list[str] | None = None,
+        expected_version: int | None = None,
+    ) -> dict[str, Any]:
+        """Correct a long-term memory card in place as its next version (needs an admin key;
+        only the fields given change)."""
+        given = {
+            "title": title,
+            "summary": summary,
+            "content": content,
+            "entities": entities,
+            "tags": tags,
+            "expected_version": expected_version,
+        }
+        changes: Any = {key: value for key, value in given.items() if value is not None}
+        return dict(await call(memory().update_card(memory_id, **changes)))
+
+    @server.tool()
+    async def get_user_memories(
+        user_id: str,
+        limit: int = 50,
+        items_before: float | None = None,
+        cards_cursor: int | None = None,
+    ) -> dict[str, Any]:
+        """Everything about the user in one answer: profile, live short-term items and own
+        long-term cards, newest first; page on with `next_items_before` / `next_cards_cursor`."""
+        query: dict[str, Any] = {"limit": limit}
+        if items_before is not None:
+            query["items_before"] = items_before
+        if cards_cursor is not None:
+            query["cards_cursor"] = cards_cursor
+        return dict(await call(memory().get_user_memories(user_id, **query)))
 
     @server.tool()
     async def get_card(memory_id: str) -> dict[str, Any]:

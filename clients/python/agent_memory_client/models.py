@@ -332,6 +332,28 @@ class StmPage(TypedDict):
     next_before: str | None  # pass back as `before` for the next page
 
 
+class MemoryUpdate(TypedDict, total=False, closed=True):
+    """The fields of a short-term item an edit changes (at least one)."""
+
+    summary: str
+    entities: list[str]
+    tags: list[str]
+    importance: float
+    confidence: float
+    ttl_minutes: int
+    expected_version: int  # apply only to this version (409 otherwise)
+
+
+class MemoryUpdateResponse(TypedDict):
+    # updated | unchanged | quarantined | held_for_verification; only `updated` changed it
+    outcome: Literal["updated", "unchanged", "quarantined", "held_for_verification"]
+    item: StmItem  # as it is now
+    redacted: list[str]
+    quarantine: Quarantine | None
+    hold_reason: str
+    verification_id: str | None
+
+
 # --- long-term memory -----------------------------------------------------------------------
 
 
@@ -387,6 +409,41 @@ class Card(TypedDict):
     created_at: str
     updated_at: str
     occurred_at: str | None
+
+
+class CardsQuery(TypedDict, total=False):
+    user_id: str  # one user's cards (404 for a user the tenant does not have)
+    shared: bool  # only the tenant's cards of no user
+    status: CardStatus
+    memory_type: LtmMemoryType
+    cursor: int
+    limit: int
+
+
+class CardPage(TypedDict):
+    cards: list[Card]
+    next_cursor: str | None  # pass back as `cursor` for the next page
+
+
+class CardUpdate(TypedDict, total=False, closed=True):
+    """The fields of a card an edit changes (at least one)."""
+
+    title: str
+    summary: str
+    content: str
+    entities: list[str]
+    tags: list[str]
+    importance: float
+    confidence: float
+    occurred_at: str | None  # ISO 8601; null clears it
+    expected_version: int  # apply only to this version (409 otherwise)
+
+
+class CardUpdateResponse(TypedDict):
+    outcome: Literal["updated", "unchanged", "quarantined"]
+    card: Card  # as it is now
+    redacted: list[str]  # the fields whose sensitive data was replaced
+    quarantine: Quarantine | None
 
 
 class LtmSearchRequest(TypedDict, closed=True):
@@ -923,3 +980,21 @@ class UserExport(TypedDict):
     verifications: list[ExportVerification]  # untrusted rules waiting for a reviewer
     quarantined: list[ExportQuarantined]  # texts held as instructions to the model
     audit: list[ExportAuditEvent]
+
+
+# --- everything about a user ----------------------------------------------------------------
+
+
+class UserMemoriesQuery(TypedDict, total=False):
+    limit: int  # per part
+    items_before: float
+    cards_cursor: int
+
+
+class UserMemories(TypedDict):
+    user_id: str
+    profile: ProfileResponse
+    items: list[StmItem]
+    next_items_before: str | None  # pass back as `items_before`
+    cards: list[Card]
+    next_cards_cursor: str | None  # pass back as `cards_cursor`

@@ -63,6 +63,16 @@ def get_memory(item_id: str) -> Operation:
     return Operation("GET", f"/v1/memories/{segment(item_id)}", repeatable=True)
 
 
+def update_memory(item_id: str, changes: dict[str, Any]) -> Operation:
+    # Repeatable only when it names the version it changes: a repeat is then a 409.
+    return Operation(
+        "PATCH",
+        f"/v1/memories/{segment(item_id)}",
+        json=changes,
+        repeatable="expected_version" in changes,
+    )
+
+
 def delete_memory(item_id: str) -> Operation:
     return Operation("DELETE", f"/v1/memories/{segment(item_id)}", expect_body=False)
 
@@ -73,6 +83,19 @@ def import_cards(cards: Sequence[CardIn]) -> Operation:
         "/v1/ltm/cards:import",
         json={"cards": list(cards)},
         repeatable=bool(cards) and all(card.get("id") for card in cards),  # updates by id
+    )
+
+
+def list_cards(query: dict[str, Any]) -> Operation:
+    return Operation("GET", "/v1/ltm/cards", params=drop_none(query), repeatable=True)
+
+
+def update_card(memory_id: str, changes: dict[str, Any]) -> Operation:
+    return Operation(
+        "PATCH",
+        f"/v1/ltm/cards/{segment(memory_id)}",
+        json=changes,
+        repeatable="expected_version" in changes,
     )
 
 
@@ -124,3 +147,9 @@ def list_promotions(query: dict[str, Any]) -> Operation:
 
 def export_user(user_id: str) -> Operation:
     return Operation("GET", f"/v1/users/{segment(user_id)}/export", repeatable=True)
+
+
+def get_user_memories(user_id: str, query: dict[str, Any]) -> Operation:
+    return Operation(
+        "GET", f"/v1/users/{segment(user_id)}/memories", params=drop_none(query), repeatable=True
+    )

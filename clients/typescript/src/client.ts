@@ -20,12 +20,18 @@ import type {
   Card,
   CardImportResponse,
   CardIn,
+  CardPage,
+  CardsQuery,
+  CardUpdate,
+  CardUpdateResponse,
   CompressRequest,
   CompressResponse,
   Deletion,
   EventOut,
   LtmSearchRequest,
   LtmSearchResponse,
+  MemoryUpdate,
+  MemoryUpdateResponse,
   MethodOf,
   PathParams,
   ProfilePatch,
@@ -41,10 +47,13 @@ import type {
   ReplayQuery,
   ReplayResponse,
   RequestBody,
+  StmItem,
   StmItemWithProvenance,
   StmPage,
   StmQuery,
   UserExport,
+  UserMemories,
+  UserMemoriesQuery,
   VerifyResponse,
 } from "./types.js";
 
@@ -376,6 +385,16 @@ export class MemoryClient {
     });
   }
 
+  /** Change some fields of a live item in place, guarded as a new write is: see `outcome`
+   * (an edit held for review or verification changed nothing yet). */
+  updateMemory(itemId: string, changes: MemoryUpdate): Promise<MemoryUpdateResponse> {
+    return this.request("patch", "/v1/memories/{item_id}", {
+      path: { item_id: itemId },
+      body: changes,
+      repeatable: changes.expected_version !== undefined, // a repeat is then a 409
+    });
+  }
+
   async deleteMemory(itemId: string): Promise<void> {
     await this.request("delete", "/v1/memories/{item_id}", { path: { item_id: itemId } });
   }
@@ -387,6 +406,20 @@ export class MemoryClient {
     return this.request("post", "/v1/ltm/cards:import", {
       body: { cards },
       repeatable: cards.length > 0 && cards.every((card) => card.id), // updates by id
+    });
+  }
+
+  /** Cards newest first: one user's, the shared ones, or all; page on with `cursor`. */
+  listCards(query: CardsQuery = {}): Promise<CardPage> {
+    return this.request("get", "/v1/ltm/cards", { query, repeatable: true });
+  }
+
+  /** Change a card in place as a new version (admin key). */
+  updateCard(memoryId: string, changes: CardUpdate): Promise<CardUpdateResponse> {
+    return this.request("patch", "/v1/ltm/cards/{memory_id}", {
+      path: { memory_id: memoryId },
+      body: changes,
+      repeatable: changes.expected_version !== undefined,
     });
   }
 
@@ -464,5 +497,42 @@ export class MemoryClient {
       path: { user_id: userId },
       repeatable: true,
     });
+  }
+
+  /** The user's profile, live short-term items and own cards, each part paged. */
+  getUserMemories(userId: string, query: UserMemoriesQuery = {}): Promise<UserMemories> {
+    return this.request("get", "/v1/users/{user_id}/memories", {
+      path: { user_id: userId },
+      query,
+      repeatable: true,
+    });
+  }
+
+  /** Every live item, then every own card, of the user, page by page. */
+  async *iterUserMemories(
+    userId: string,
+    { pageSize = 100 } = {},
+  ): AsyncGenerator<StmItem | Card> {
+    const first = await this.getUserMemories(userId, { limit: pageSize });
+    yield* first.items;
+    let itemsBefore = first.next_items_before;
+    while (itemsBefore !== null) {
+      const page = await this.getUserMemories(userId, {
+        limit: pageSize,
+        items_before: Number(itemsBefore),
+      });
+      yield* page.items;
+      itemsBefore = page.next_items_before;
+    }
+    yield* first.cards;
+    let cardsCursor = first.next_cards_cursor;
+    while (cardsCursor !== null) {
+      const page = await this.getUserMemories(userId, {
+        limit: pageSize,
+        cards_cursor: Number(cardsCursor),
+      });
+      yield* page.cards;
+      cardsCursor = page.next_cards_cursor;
+    }
   }
 }

@@ -133,7 +133,11 @@ export interface paths {
         delete: operations["stm_item_delete"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a short-term item
+         * @description Change the summary, entities, tags, importance, confidence or lifetime of a live item. The item keeps its id; its version goes up and every index follows. The change meets what a proposal meets: redaction, the write policy's refusals, the quarantine screen (202, `quarantined`: nothing changed) and trust: an untrusted key's new words for a constraint, preference or profile fact wait for a reviewer (202, `held_for_verification`: nothing changed until approved). The audit trail keeps each field before and after.
+         */
+        patch: operations["stm_item_update"];
         trace?: never;
     };
     "/v1/ltm/cards:import": {
@@ -154,6 +158,26 @@ export interface paths {
          *     `quarantined`, with its quarantine id and reason) and nothing of it is written.
          */
         post: operations["cards_import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ltm/cards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List long-term cards
+         * @description The tenant's cards, newest first: one user's, the shared ones, or all; paged.
+         */
+        get: operations["cards_list"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -201,7 +225,11 @@ export interface paths {
         delete: operations["card_delete"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a long-term card
+         * @description Change a card's texts, entities, tags, importance, confidence or date. The card keeps its id; its version goes up and both indexes follow shortly (the ledger answers recall at once). Texts are redacted; a change that reads as an instruction to the model is held for review (202, `quarantined`: nothing changed). The audit trail keeps each field before and after.
+         */
+        patch: operations["card_update"];
         trace?: never;
     };
     "/v1/users/{user_id}/profile": {
@@ -226,6 +254,26 @@ export interface paths {
          * @description Admin keys: change any of them in one all-or-nothing step; preferences and facts get a new version and keep the previous one. Free text is redacted.
          */
         patch: operations["profile_update"];
+        trace?: never;
+    };
+    "/v1/users/{user_id}/memories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get everything about a user
+         * @description The user's profile, live short-term items (newest first) and own active cards (newest first; the tenant's shared cards are listed by `cards_list`). Page on with `items_before` and `cards_cursor`; the profile comes with every page.
+         */
+        get: operations["user_memories"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/promotions": {
@@ -488,6 +536,34 @@ export interface components {
             /** Format: date-time */
             occurred_at: string | null;
         };
+        /** @description A page of cards, newest first. */
+        CardPageOutput: {
+            cards: components["schemas"]["CardOutput"][];
+            /** @description pass as `cursor` for the next page; null on the last one */
+            next_cursor: string | null;
+        };
+        /** @description What became of an edit of a card, and the card as it is now. */
+        CardUpdateOutput: {
+            /**
+             * @description updated (a new version, reindexed shortly), unchanged, or quarantined (held for review: it reads as an instruction to the model; nothing changed)
+             *
+             *     * `updated` - updated
+             *     * `unchanged` - unchanged
+             *     * `quarantined` - quarantined
+             */
+            outcome: components["schemas"]["CardUpdateOutputOutcomeEnum"];
+            card: components["schemas"]["CardOutput"];
+            /** @description the fields whose sensitive data was replaced */
+            redacted: string[];
+            quarantine: components["schemas"]["CardHeldOutput"] | null;
+        };
+        /**
+         * @description * `updated` - updated
+         *     * `unchanged` - unchanged
+         *     * `quarantined` - quarantined
+         * @enum {string}
+         */
+        CardUpdateOutputOutcomeEnum: "updated" | "unchanged" | "quarantined";
         /**
          * @description An input serializer that refuses fields it does not declare, naming each one.
          *
@@ -891,6 +967,34 @@ export interface components {
         ImportInputRequest: {
             cards: components["schemas"]["CardInputRequest"][];
         };
+        /** @description What became of an edit of a short-term item, and the item as it is now. */
+        ItemUpdateOutput: {
+            /**
+             * @description updated (a new version), unchanged (nothing to write), quarantined (held for review: it reads as an instruction to the model), held_for_verification (an untrusted writer's new words for a rule wait for a reviewer); only `updated` changed the item
+             *
+             *     * `updated` - updated
+             *     * `unchanged` - unchanged
+             *     * `quarantined` - quarantined
+             *     * `held_for_verification` - held_for_verification
+             */
+            outcome: components["schemas"]["ItemUpdateOutputOutcomeEnum"];
+            /** @description the item after the edit (as it was unless updated) */
+            item: components["schemas"]["StmItemOutput"];
+            /** @description kinds of sensitive data replaced */
+            redacted: string[];
+            quarantine: components["schemas"]["QuarantineOutput"] | null;
+            /** @description why it waits for verification; '' if not */
+            hold_reason: string;
+            verification_id: string | null;
+        };
+        /**
+         * @description * `updated` - updated
+         *     * `unchanged` - unchanged
+         *     * `quarantined` - quarantined
+         *     * `held_for_verification` - held_for_verification
+         * @enum {string}
+         */
+        ItemUpdateOutputOutcomeEnum: "updated" | "unchanged" | "quarantined" | "held_for_verification";
         /**
          * @description An answer's shape, declared for the OpenAPI schema, for the views and services that build it.
          *
@@ -993,6 +1097,35 @@ export interface components {
             seq: number | null;
             reason: string;
         };
+        /** @description The fields of a card an edit may change; at least one. */
+        PatchedCardChangesRequest: {
+            title?: string;
+            summary?: string;
+            content?: string;
+            entities?: string[];
+            tags?: string[];
+            /** Format: double */
+            importance?: number;
+            /** Format: double */
+            confidence?: number;
+            /** Format: date-time */
+            occurred_at?: string | null;
+            /** @description apply only to this version of the card (409 `conflict` otherwise) */
+            expected_version?: number;
+        };
+        /** @description The fields of an item an edit may change; at least one. */
+        PatchedItemChangesRequest: {
+            summary?: string;
+            entities?: string[];
+            tags?: string[];
+            /** Format: double */
+            importance?: number;
+            /** Format: double */
+            confidence?: number;
+            ttl_minutes?: number;
+            /** @description apply only to this version of the item (409 `conflict` otherwise) */
+            expected_version?: number;
+        };
         /**
          * @description An input serializer that refuses fields it does not declare, naming each one.
          *
@@ -1068,6 +1201,14 @@ export interface components {
             preferences?: {
                 [key: string]: unknown;
             };
+        };
+        /** @description Everything Layer 1 knows about one end user (`profile_document_for`). */
+        ProfileDocumentOutput: {
+            user_id: string;
+            profile: components["schemas"]["ProfileFieldsOutput"];
+            preferences: components["schemas"]["PreferenceOutput"][];
+            roles: components["schemas"]["RoleOutput"][];
+            facts: components["schemas"]["FactOutput"][];
         };
         /** @description Who the end user is; every field is '' (extras {}) for a user without a profile. */
         ProfileFieldsOutput: {
@@ -1869,6 +2010,23 @@ export interface components {
             verifications: components["schemas"]["ExportVerificationOutput"][];
             quarantined: components["schemas"]["ExportQuarantinedOutput"][];
             audit: components["schemas"]["ExportAuditEventOutput"][];
+        };
+        /**
+         * @description Everything an agent may read about one end user: the profile, one page of the live
+         *     short-term items and one page of the user's own cards.
+         */
+        UserMemoriesOutput: {
+            user_id: string;
+            /** @description the Layer 1 document, as profile_get */
+            profile: components["schemas"]["ProfileDocumentOutput"];
+            /** @description live short-term items, newest first */
+            items: components["schemas"]["StmItemOutput"][];
+            /** @description pass as `items_before` for the next page of items */
+            next_items_before: string | null;
+            /** @description the user's active cards, newest first */
+            cards: components["schemas"]["CardOutput"][];
+            /** @description pass as `cards_cursor` for the next page of cards */
+            next_cards_cursor: string | null;
         };
         /** @description Nearest-neighbour probes with the erased cards' vectors. */
         VectorCheckOutput: {
@@ -2756,6 +2914,138 @@ export interface operations {
             };
         };
     };
+    stm_item_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                item_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedItemChangesRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemUpdateOutput"];
+                };
+            };
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemUpdateOutput"];
+                };
+            };
+            /** @description `invalid` (see `fields`) or `invalid_json`: the request is malformed; nothing changed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no key, or an unknown or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `permission_denied`: the key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: no such object in the key's tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict` (or a more precise code): the request contradicts stored state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: the body or one of its lists is over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `uri_too_long`: the URL (path and query string) is over `API_MAX_URL_BYTES` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `throttled`: over the key's rate limit; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `headers_too_large`: a header line over `API_MAX_HEADER_BYTES`, or over `API_MAX_HEADERS` header fields */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `store_unavailable`: a store did not answer; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     cards_import: {
         parameters: {
             query?: never;
@@ -2824,6 +3114,118 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: send `Content-Type: application/json` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `throttled`: over the key's rate limit; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `headers_too_large`: a header line over `API_MAX_HEADER_BYTES`, or over `API_MAX_HEADERS` header fields */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `store_unavailable`: a store did not answer; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    cards_list: {
+        parameters: {
+            query?: {
+                cursor?: number;
+                limit?: number;
+                /**
+                 * @description * `semantic_fact` - Semantic fact
+                 *     * `episodic_case` - Episodic case
+                 *     * `procedure` - Procedure
+                 *     * `preference` - Preference
+                 *     * `knowledge` - Knowledge
+                 */
+                memory_type?: "semantic_fact" | "episodic_case" | "procedure" | "preference" | "knowledge";
+                /** @description only the cards of no user (the tenant's) */
+                shared?: boolean;
+                /**
+                 * @description active (the default) or archived
+                 *
+                 *     * `active` - active
+                 *     * `archived` - archived
+                 */
+                status?: "active" | "archived";
+                user_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CardPageOutput"];
+                };
+            };
+            /** @description `invalid` (see `fields`) or `invalid_json`: the request is malformed; nothing changed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no key, or an unknown or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `permission_denied`: the key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: no such object in the key's tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `uri_too_long`: the URL (path and query string) is over `API_MAX_URL_BYTES` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3159,6 +3561,138 @@ export interface operations {
             };
         };
     };
+    card_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedCardChangesRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CardUpdateOutput"];
+                };
+            };
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CardUpdateOutput"];
+                };
+            };
+            /** @description `invalid` (see `fields`) or `invalid_json`: the request is malformed; nothing changed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no key, or an unknown or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `permission_denied`: the key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: no such object in the key's tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict` (or a more precise code): the request contradicts stored state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large`: the body or one of its lists is over the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `uri_too_long`: the URL (path and query string) is over `API_MAX_URL_BYTES` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: send `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `throttled`: over the key's rate limit; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `headers_too_large`: a header line over `API_MAX_HEADER_BYTES`, or over `API_MAX_HEADERS` header fields */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `store_unavailable`: a store did not answer; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     profile_get: {
         parameters: {
             query?: never;
@@ -3322,6 +3856,104 @@ export interface operations {
             };
             /** @description `unsupported_media_type`: send `Content-Type: application/json` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `throttled`: over the key's rate limit; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `headers_too_large`: a header line over `API_MAX_HEADER_BYTES`, or over `API_MAX_HEADERS` header fields */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `store_unavailable`: a store did not answer; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    user_memories: {
+        parameters: {
+            query?: {
+                cards_cursor?: number;
+                items_before?: number;
+                /** @description per part */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserMemoriesOutput"];
+                };
+            };
+            /** @description `invalid` (see `fields`) or `invalid_json`: the request is malformed; nothing changed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthenticated`: no key, or an unknown or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `permission_denied`: the key lacks the scope this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: no such object in the key's tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `uri_too_long`: the URL (path and query string) is over `API_MAX_URL_BYTES` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };

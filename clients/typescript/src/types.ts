@@ -63,12 +63,18 @@ export type StmQuery = QueryOf<"/v1/memories/stm", "get">;
 export type StmPage = Answer<"/v1/memories/stm", "get">;
 export type StmItem = StmPage["items"][number];
 export type StmItemWithProvenance = Answer<"/v1/memories/{item_id}", "get">;
+export type MemoryUpdate = RequestBody<"/v1/memories/{item_id}", "patch">;
+export type MemoryUpdateResponse = Answer<"/v1/memories/{item_id}", "patch">;
 
 // --- long-term memory (Layer 3) --------------------------------------------------------------
 export type CardImportRequest = RequestBody<"/v1/ltm/cards:import", "post">;
 export type CardIn = CardImportRequest["cards"][number];
 export type CardImportResponse = Answer<"/v1/ltm/cards:import", "post">;
 export type Card = Answer<"/v1/ltm/cards/{memory_id}", "get">;
+export type CardsQuery = QueryOf<"/v1/ltm/cards", "get">;
+export type CardPage = Answer<"/v1/ltm/cards", "get">;
+export type CardUpdate = RequestBody<"/v1/ltm/cards/{memory_id}", "patch">;
+export type CardUpdateResponse = Answer<"/v1/ltm/cards/{memory_id}", "patch">;
 export type LtmSearchRequest = RequestBody<"/v1/ltm/search", "post">;
 export type LtmSearchResponse = Answer<"/v1/ltm/search", "post">;
 
@@ -85,6 +91,8 @@ export type Deletion = Answer<"/v1/deletions/{request_id}", "get">;
 export type PromotionsQuery = QueryOf<"/v1/promotions", "get">;
 export type PromotionsResponse = Answer<"/v1/promotions", "get">;
 export type UserExport = Answer<"/v1/users/{user_id}/export", "get">;
+export type UserMemoriesQuery = QueryOf<"/v1/users/{user_id}/memories", "get">;
+export type UserMemories = Answer<"/v1/users/{user_id}/memories", "get">;
 
 // --- errors ----------------------------------------------------------------------------------
 /** Every 4xx and 5xx answer: `{"error": {"code", "message", "fields"}}`. */

@@ -74,6 +74,10 @@ test("record, propose, read items and cards, recall, ask for deletions", { skip 
   const item = await memory.getMemory(itemId);
   assert.equal(item.id, itemId);
   assert.equal(item.summary, "The user deploys with Terraform.");
+  const changed = await memory.updateMemory(itemId, { tags: ["deploy"], expected_version: 1 });
+  assert.equal(changed.outcome, "updated");
+  assert.equal(changed.item.version, 2);
+  await assert.rejects(memory.updateMemory(itemId, { tags: ["x"], expected_version: 1 }), Conflict);
 
   const imported = await memory.importCards([
     {
@@ -88,6 +92,24 @@ test("record, propose, read items and cards, recall, ask for deletions", { skip 
   const card = await memory.getCard(memoryId);
   assert.equal(card.status, "active");
   assert.equal(card.summary, "Deploys go through Terraform plan, then apply after review.");
+  const cards = await memory.listCards({ user_id: USER });
+  assert.deepEqual(
+    cards.cards.map((one) => one.memory_id),
+    [memoryId],
+  );
+  const edited = await memory.updateCard(memoryId, { tags: ["terraform"] });
+  assert.equal(edited.outcome, "updated");
+  assert.equal(edited.card.version, 2);
+  const everything = await memory.getUserMemories(USER, { limit: 10 });
+  assert.equal(everything.profile.profile.answer_style, "concise");
+  assert.ok(everything.items.some((one) => one.id === itemId));
+  assert.deepEqual(
+    everything.cards.map((one) => one.memory_id),
+    [memoryId],
+  );
+  const walked = [];
+  for await (const one of memory.iterUserMemories(USER, { pageSize: 1 })) walked.push(one);
+  assert.equal(walked.length, everything.items.length + everything.cards.length);
   const found = await memory.searchLtm({
     query: "Terraform apply",
     mode: "lexical",

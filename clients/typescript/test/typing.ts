@@ -78,9 +78,12 @@ export const OPERATIONS = {
   "post /v1/memories/proposals": "proposeMemories",
   "get /v1/memories/stm": "listStm",
   "get /v1/memories/{item_id}": "getMemory",
+  "patch /v1/memories/{item_id}": "updateMemory",
   "delete /v1/memories/{item_id}": "deleteMemory",
   "post /v1/ltm/cards:import": "importCards",
+  "get /v1/ltm/cards": "listCards",
   "get /v1/ltm/cards/{memory_id}": "getCard",
+  "patch /v1/ltm/cards/{memory_id}": "updateCard",
   "delete /v1/ltm/cards/{memory_id}": "deleteCard",
   "post /v1/ltm/search": "searchLtm",
   "post /v1/recall": "recall",
@@ -90,4 +93,5 @@ export const OPERATIONS = {
   "get /v1/deletions/{request_id}": "getDeletion",
   "get /v1/promotions": "listPromotions",
   "get /v1/users/{user_id}/export": "exportUser",
+  "get /v1/users/{user_id}/memories": "getUserMemories",
 } as const satisfies Record<SchemaOperation, keyof MemoryClient>;
