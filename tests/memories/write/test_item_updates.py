@@ -19,6 +19,11 @@ from memories.write.verification import verification_approve
 from memoryproject.quarantine import WritePath
 from profiles.models import TenantMembership
 from tests.factories import MembershipFactory, StaffUserFactory
+from tests.memories.write.test_proposals_all_or_nothing import (  # noqa: F401  (fixtures)
+    audit_fails,
+    redis_down,
+    redis_state,
+)
 
 PROPOSALS = reverse("memories:proposals")
 LIST = reverse("memories:stm")
@@ -295,3 +300,28 @@ def test_an_edit_undone_in_redis_leaves_the_item_as_it_was(tenant, trusted_owner
     assert ids == []
     ids = store.ids_by_index(owner=before.owner, index="entity", value="prod-k8s", limit=10)
     assert [i for i, _ in ids] == [before.id]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_edit_whose_audit_fails_changes_nothing(tenant, trusted_owner, request) -> None:
+    item = written(trusted_owner)
+    before, events = redis_state(), AuditEvent.objects.count()
+
+    request.getfixturevalue("audit_fails")
+    response = trusted_owner.patch(item_url(item["id"]), {"tags": ["x"]}, format="json")
+
+    assert response.status_code == 503 and response.json()["error"]["code"] == "store_unavailable"
+    assert redis_state() == before and AuditEvent.objects.count() == events
+
+
+@pytest.mark.django_db
+def test_an_edit_while_redis_is_down_is_503_and_leaves_no_audit_event(
+    tenant, trusted_owner, request
+) -> None:
+    item = written(trusted_owner)
+    events = AuditEvent.objects.count()
+
+    request.getfixturevalue("redis_down")
+    response = trusted_owner.patch(item_url(item["id"]), {"tags": ["x"]}, format="json")
+
+    assert response.status_code == 503 and AuditEvent.objects.count() == events
