@@ -112,6 +112,22 @@ class JsonObjectField(serializers.DictField):
         super().__init__(**kwargs)
 
 
+class ChangesSerializer(StrictSerializer):
+    """A PATCH body: some of the fields a change may set (at least one), and optionally the
+    version of the object it applies to."""
+
+    expected_version = StrictIntegerField(
+        required=False,
+        min_value=1,
+        help_text="apply only to this version of the object (409 `conflict` otherwise)",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not set(attrs) - {"expected_version"}:
+            raise serializers.ValidationError("Give at least one field to change.")
+        return attrs
+
+
 class OutputSerializer(serializers.Serializer):
     """An answer's shape, declared for the OpenAPI schema, for the views and services that build it.
 

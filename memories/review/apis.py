@@ -30,10 +30,10 @@ from memories.review.serializers import (
 from memories.stm.selectors import stm_items_for
 from memories.stm.serializers import item_document
 from memoryproject.fields import (
+    ChangesSerializer,
     QueryIntegerField,
     StrictCharField,
     StrictFloatField,
-    StrictIntegerField,
     StrictSerializer,
 )
 from profiles.auth import request_tenant
@@ -117,7 +117,7 @@ class FactDeleteApi(APIView):
         return _accepted(request, kind=DeletionRequest.Kind.FACT, target=fact_id)
 
 
-class CardChangesSerializer(StrictSerializer):
+class CardChangesSerializer(ChangesSerializer):
     """The fields of a card an edit may change; at least one."""
 
     title = StrictCharField(required=False, allow_blank=True, max_length=300)
@@ -132,16 +132,6 @@ class CardChangesSerializer(StrictSerializer):
     importance = StrictFloatField(required=False, min_value=0, max_value=1)
     confidence = StrictFloatField(required=False, min_value=0, max_value=1)
     occurred_at = serializers.DateTimeField(required=False, allow_null=True)
-    expected_version = StrictIntegerField(
-        required=False,
-        min_value=1,
-        help_text="apply only to this version of the card (409 `conflict` otherwise)",
-    )
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if not set(attrs) - {"expected_version"}:
-            raise serializers.ValidationError("Give at least one field to change.")
-        return attrs
 
 
 class CardDetailApi(APIView):

@@ -22,6 +22,7 @@ from memories.write.services import proposals_submit
 from memories.write.updates import ItemChanges, stm_item_update
 from memories.write.updates import Outcome as UpdateOutcome
 from memoryproject.fields import (
+    ChangesSerializer,
     JsonObjectField,
     StrictBooleanField,
     StrictCharField,
@@ -170,7 +171,7 @@ class ProposalSubmitApi(APIView):
         )
 
 
-class ItemChangesSerializer(StrictSerializer):
+class ItemChangesSerializer(ChangesSerializer):
     """The fields of an item an edit may change; at least one."""
 
     summary = StrictCharField(required=False, max_length=20000, trim_whitespace=False)
@@ -183,21 +184,11 @@ class ItemChangesSerializer(StrictSerializer):
     importance = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
     confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
     ttl_minutes = StrictIntegerField(required=False, min_value=1, max_value=10 * 365 * 1440)
-    expected_version = StrictIntegerField(
-        required=False,
-        min_value=1,
-        help_text="apply only to this version of the item (409 `conflict` otherwise)",
-    )
 
     def validate_summary(self, value: str) -> str:
         if not value.strip():
             raise serializers.ValidationError("The summary cannot be empty.")
         return value
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if not set(attrs) - {"expected_version"}:
-            raise serializers.ValidationError("Give at least one field to change.")
-        return attrs
 
 
 class MemoryItemApi(APIView):

@@ -1099,6 +1099,8 @@ export interface components {
         };
         /** @description The fields of a card an edit may change; at least one. */
         PatchedCardChangesRequest: {
+            /** @description apply only to this version of the object (409 `conflict` otherwise) */
+            expected_version?: number;
             title?: string;
             summary?: string;
             content?: string;
@@ -1110,11 +1112,11 @@ export interface components {
             confidence?: number;
             /** Format: date-time */
             occurred_at?: string | null;
-            /** @description apply only to this version of the card (409 `conflict` otherwise) */
-            expected_version?: number;
         };
         /** @description The fields of an item an edit may change; at least one. */
         PatchedItemChangesRequest: {
+            /** @description apply only to this version of the object (409 `conflict` otherwise) */
+            expected_version?: number;
             summary?: string;
             entities?: string[];
             tags?: string[];
@@ -1123,8 +1125,6 @@ export interface components {
             /** Format: double */
             confidence?: number;
             ttl_minutes?: number;
-            /** @description apply only to this version of the item (409 `conflict` otherwise) */
-            expected_version?: number;
         };
         /**
          * @description An input serializer that refuses fields it does not declare, naming each one.
