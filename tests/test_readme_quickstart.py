@@ -114,6 +114,8 @@ def test_the_quickstart_runs_as_written(
         timeout=600,
     )
     assert run.returncode == 0, run.stdout + run.stderr
+    if os.environ.get("QUICKSTART_SHOW"):
+        sys.stdout.write(run.stdout)
     outputs = [part.split("\n", 1)[1] for part in run.stdout.split(BLOCK_MARK)[1:]]
     assert len(outputs) == len(blocks), run.stdout
 

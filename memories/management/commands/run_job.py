@@ -20,13 +20,18 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         tenant = tenant_option(options.get("tenant"))
+        # Progress overwrites itself on a terminal; written to a file or a pipe it would stay
+        # beside the summary, so it is left out there.
+        live = self.stdout.isatty()
 
         def progress(line: str) -> None:
-            self.stdout.write(f"\r{options['job']}: {line}", ending="")
-            self.stdout.flush()
+            if live:
+                self.stdout.write(f"\r{options['job']}: {line}", ending="")
+                self.stdout.flush()
 
         outcome = job_run(name=options["job"], tenant=tenant, progress=progress)
-        self.stdout.write("")
+        if live:
+            self.stdout.write("\r\033[K", ending="")  # the progress line gives way to the summary
         if outcome == "busy":
             raise CommandError(f"{options['job']} is running already (its lock is held).")
         scope = f" for {tenant.slug}" if tenant else ""
