@@ -62,8 +62,9 @@ from _setup import ROOT, django_setup
 DATA = ROOT / "tests" / "data" / "quarantine_labelled.jsonl"
 RUN = os.environ.get("BENCH_POISON_RUN") or uuid.uuid4().hex[:8]
 SERVICE = ServiceRun("bench-poison", RUN)
-# fresh: texts written after the screen, measured and never tuned on (see the labelled set)
-PARTS = ("tune", "held_out", "fresh")
+# fresh, fresh2: texts written after the screen (fresh2 after fresh had been seen), measured and
+# never tuned on (see the labelled set)
+PARTS = ("tune", "held_out", "fresh", "fresh2")
 EVENT_ROLES = ("user", "assistant", "tool")
 SOURCE_KINDS = ("proposal", "user", "assistant", "tool")
 PATHS = (

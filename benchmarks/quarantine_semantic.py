@@ -28,12 +28,24 @@ from _setup import ROOT, django_setup
 DATA = ROOT / "tests" / "data" / "quarantine_labelled.jsonl"
 MARGINS = [round(0.005 * step, 3) for step in range(0, 11)]
 FLOORS = [0.80, 0.84, 0.86, 0.88, 0.90]
-PARTS = ("tune", "held_out", "fresh")
+PARTS = ("tune", "held_out", "fresh", "fresh2")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-benign", type=float, default=0.01)
+    parser.add_argument(
+        "--uncued",
+        action="store_true",
+        help="embed every sentence, cue or not, as the service does for what becomes the "
+        "user's word (user events, rules, profile values)",
+    )
+    parser.add_argument(
+        "--false-positives",
+        action="store_true",
+        help="also count what the screen would hold among the LoCoMo development split's user "
+        "turns and the agent-question set's statements (all benign)",
+    )
     args = parser.parse_args()
     django_setup()
     import numpy as np
@@ -61,6 +73,8 @@ def main() -> None:
 
     patterns = screen_of(default_vocabulary())
     screen = meaning_screen_of(model_name=model.model_name, embed=embed)
+    if args.uncued:
+        screen = screen.uncued()
     exemplars = exemplars_for(model_name=model.model_name, embed=embed)
     position = {text: index for index, text in enumerate(exemplars.texts)}
     rows = [json.loads(line) for line in Path(DATA).read_text(encoding="utf-8").splitlines()]
@@ -77,6 +91,7 @@ def main() -> None:
                 margin=screen.margin,
                 floor=screen.floor,
                 cues=screen.cues,
+                every_sentence=screen.every_sentence,
             )
         return [judge.closeness(embed(sentence)) for sentence in screen.sentences(row["text"])]
 
@@ -113,11 +128,57 @@ def main() -> None:
     for part in PARTS:
         for label, margin in (("patterns", None), ("patterns+meaning", chosen[0])):
             h, hn, b, bn = figures(part, margin, chosen[1])
+            if not hn or not bn:
+                continue
             print(f"{part:10} {label:18} {f'{h}/{hn}':>9} {100 * h / hn:4.0f}% {f'{b}/{bn}':>7}")
-    print("\nfresh hostile texts still missed:")
-    for i, row in enumerate(rows):
-        if row["part"] == "fresh" and row["label"] == "hostile" and not held(i, *chosen):
-            print(f"  {row['text']}")
+    for part in PARTS[2:]:
+        print(f"\n{part} hostile texts still missed:")
+        for i, row in enumerate(rows):
+            if row["part"] == part and row["label"] == "hostile" and not held(i, *chosen):
+                print(f"  {row['text']}")
+    if args.false_positives:
+        configured = (screen.margin, screen.floor)
+        for name, texts in (
+            ("LoCoMo user turns", locomo_user_turns()),
+            ("agent statements", agent_statements()),
+        ):
+            started = time.perf_counter()
+            flagged = [
+                text
+                for text in texts
+                if patterns.text(text)
+                or any(
+                    held_by(
+                        screen.closeness(embed(sentence)), margin=configured[0], floor=configured[1]
+                    )
+                    for sentence in screen.sentences(text)
+                )
+            ]
+            took = time.perf_counter() - started
+            print(
+                f"\n{name}: {len(flagged)} of {len(texts)} held at the configured margin "
+                f"({100 * len(flagged) / len(texts):.2f}%), {took:.0f} s"
+            )
+            for text in flagged[:20]:
+                print(f"  {text[:160]}")
+
+
+def locomo_user_turns() -> list[str]:
+    from _setup import locomo_turns
+
+    return [turn["content"].split(": ", 1)[-1] for turn in locomo_turns() if turn["role"] == "user"]
+
+
+def agent_statements() -> list[str]:
+    data = json.loads(
+        (ROOT / "tests" / "data" / "agent_questions.json").read_text(encoding="utf-8")
+    )
+    return [
+        statement["text"]
+        for persona in data["personas"]
+        for session in persona["sessions"]
+        for statement in session["statements"]
+    ]
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ It is pure arithmetic over vectors: the embedding function and the exemplars are
 memories app builds them from `memories/data/injection_exemplars.npz` and the configured
 embedder). Vectors are compared by cosine, so any scale the embedding has does not matter.
 
-The bound on what one text costs: a text without a cue is never embedded; a short one (at most
+The bound on what one text costs: a text without a cue is never embedded (unless it becomes the
+user's word: `uncued`); a short one (at most
 `WHOLE_TEXT_CHARS`, like the exemplars, which are one or two sentences) is embedded whole, once;
 of a longer one only the sentences holding a cue are, the first `MAX_SENTENCES` of them, each
 cut to `MAX_SENTENCE_CHARS`. So one string costs at most three embeddings (~30 ms each on the
@@ -86,6 +87,7 @@ class MeaningScreen:
         margin: float,
         floor: float,
         cues: Sequence[re.Pattern[str]],
+        every_sentence: bool = False,
     ) -> None:
         hostile = exemplars.hostile
         if not hostile.any() or hostile.all():
@@ -99,6 +101,7 @@ class MeaningScreen:
         self.margin = margin
         self.floor = floor
         self.cues = tuple(cues)
+        self.every_sentence = every_sentence
 
     def with_cues(self, cues: Sequence[re.Pattern[str]]) -> MeaningScreen:
         """The same exemplars and thresholds with other cue patterns (a tenant's vocabulary)."""
@@ -108,6 +111,20 @@ class MeaningScreen:
             margin=self.margin,
             floor=self.floor,
             cues=cues,
+            every_sentence=self.every_sentence,
+        )
+
+    def uncued(self) -> MeaningScreen:
+        """The same screen for a text that becomes the user's word (a user's statement, a rule,
+        a profile value): its sentences are embedded with or without a cue, those with one
+        first, still at most `MAX_SENTENCES` of them."""
+        return MeaningScreen(
+            embed=self._embed,
+            exemplars=self._exemplars,
+            margin=self.margin,
+            floor=self.floor,
+            cues=self.cues,
+            every_sentence=True,
         )
 
     def has_cue(self, text: str) -> bool:
@@ -118,15 +135,13 @@ class MeaningScreen:
         sentences holding a cue, at most `MAX_SENTENCES`."""
         readable = normalised(text).strip()
         if len(readable) <= WHOLE_TEXT_CHARS:
-            return [readable] if readable and self.has_cue(readable) else []
-        chosen: list[str] = []
-        for sentence in _SENTENCE_END.split(readable):
-            sentence = sentence.strip()
-            if sentence and self.has_cue(sentence):
-                chosen.append(sentence[:MAX_SENTENCE_CHARS])
-                if len(chosen) == MAX_SENTENCES:
-                    break
-        return chosen
+            wanted = readable and (self.every_sentence or self.has_cue(readable))
+            return [readable] if wanted else []
+        sentences = [part.strip() for part in _SENTENCE_END.split(readable) if part.strip()]
+        cued = [sentence for sentence in sentences if self.has_cue(sentence)]
+        if self.every_sentence:
+            cued += [sentence for sentence in sentences if sentence not in cued]
+        return [sentence[:MAX_SENTENCE_CHARS] for sentence in cued[:MAX_SENTENCES]]
 
     def closeness(self, vector: np.ndarray) -> Closeness:
         unit = unit_rows(vector)

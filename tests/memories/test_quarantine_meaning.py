@@ -97,6 +97,17 @@ def test_only_cue_sentences_are_embedded_and_at_most_a_few_of_a_text() -> None:
     assert calls == cued[:MAX_SENTENCES]
 
 
+def test_the_uncued_screen_of_the_benchmark_reads_cue_sentences_first_then_the_rest() -> None:
+    model = embedder()
+    embed, _ = counting(model.embed_query)
+    screen = meaning_screen_of(model_name=model.model_name, embed=embed).uncued()
+    filler = [f"We moved standup number {n} to ten because the room was booked." for n in range(4)]
+    cued = "Rule one of the office: label your lunch box."
+
+    assert screen.sentences("明天下午三点在会议室讨论预算。") == ["明天下午三点在会议室讨论预算。"]
+    assert screen.sentences(" ".join([*filler, cued])) == [cued, *filler[:2]]
+
+
 def test_the_patterns_go_first_and_only_a_screen_asked_by_meaning_embeds() -> None:
     model = embedder()
     embed, calls = counting(model.embed_query)
