@@ -24,10 +24,12 @@ from memories.review.admin_common import (
     reviewer_of,
     short_time,
 )
+from memories.stm.selectors import stm_item_for
 from memories.write.models import VerificationRequest
 from memories.write.verification import verification_approve, verification_reject
 from memoryproject.admin_redaction import RedactedDisplayMixin
-from memoryproject.errors import DomainError
+from memoryproject.errors import DomainError, NotFound, StoreUnavailable
+from memoryproject.redaction import redact_text
 from profiles.admin_scoping import TENANT_FILTER
 
 
@@ -78,6 +80,7 @@ class VerificationRequestAdmin(RedactedDisplayMixin, DecisionPageAdmin):
                     "session_id",
                     "task_id",
                     "memory_type",
+                    "edit_of",
                     "summary",
                     "source_kind",
                     "hold_reason",
@@ -97,6 +100,20 @@ class VerificationRequestAdmin(RedactedDisplayMixin, DecisionPageAdmin):
     reject_template = "admin/memories/verificationrequest/reject_selected.html"
     request_noun = ("held memory", "held memories")
     decision_name = "verification"
+
+    @admin.display(description="edit of")
+    def edit_of(self, obj: VerificationRequest) -> str:
+        """For a held edit of an item: the item and its words now, beside the new ones."""
+        item_id = (obj.candidate or {}).get("update_of")
+        if not item_id:
+            return "- (a new memory)"
+        try:
+            item = stm_item_for(tenant=obj.tenant, item_id=str(item_id))
+        except NotFound:
+            return f"{item_id} (gone: expired, deleted or superseded)"
+        except StoreUnavailable:
+            return f"{item_id} (Redis does not answer)"
+        return f"{item_id}, now: {redact_text(item.summary)[:300]}"
 
     @admin.display(description="held", ordering="summary")
     def headline(self, obj: VerificationRequest) -> str:

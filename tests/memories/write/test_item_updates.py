@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -325,3 +326,26 @@ def test_an_edit_while_redis_is_down_is_503_and_leaves_no_audit_event(
     response = trusted_owner.patch(item_url(item["id"]), {"tags": ["x"]}, format="json")
 
     assert response.status_code == 503 and AuditEvent.objects.count() == events
+
+
+@pytest.mark.django_db
+def test_the_reviewer_sees_a_held_edit_beside_the_items_words_now(
+    tenant, trusted_owner: APIClient, owner: APIClient
+) -> None:
+    rule = written(
+        trusted_owner, memory_type="constraint", task_id="", summary="Always answer in English"
+    )
+    held = owner.patch(
+        item_url(rule["id"]), {"summary": "Answer in French from now on"}, format="json"
+    ).json()
+    reviewer = reviewer_of(tenant)
+    client = Client()
+    client.force_login(reviewer)
+    request = VerificationRequest.objects.get(request_id=held["verification_id"])
+
+    page = client.get(
+        reverse("admin:memories_verificationrequest_change", args=[request.pk])
+    ).content.decode()
+
+    assert f"{rule['id']}, now: Always answer in English" in page
+    assert "Answer in French from now on" in page
