@@ -173,7 +173,7 @@ def ask_all(
             except queue.Empty:
                 return
             user, query = question["user"], question["query"]
-            row: dict[str, Any] = {}
+            row: dict[str, Any] = {"user": user}
             for turn in (0, 1) if index % 2 == 0 else (1, 0):
                 if turn == 0:
                     answer = side.ask(op="search", user=user, query=query, k=K)
@@ -230,6 +230,23 @@ def report(results: list[dict[str, Any]], clients: int) -> dict[str, Any]:
             f"{name:34s} {f['p50'] / mem0['p50']:8.2f} {f['p95'] / mem0['p95']:8.2f} "
             f"{f['mean'] / mem0['mean']:8.2f}"
         )
+    # Each conversation apart, so a change can be judged on the ones it was not chosen on.
+    by_conversation: dict[str, dict[str, float]] = {}
+    for user in sorted({r["user"] for r in results}):
+        mine_of = [r for r in results if r["user"] == user]
+        by_conversation[user] = {
+            "questions": len(mine_of),
+            **{
+                f"{side}_any@10": 100 * sum(r[side][0] for r in mine_of) / len(mine_of)
+                for side in ("mem0", "ours")
+            },
+        }
+    print("\nany@10 by conversation (mem0 / ours):")
+    for user, row in by_conversation.items():
+        print(
+            f"  {user:12s} {int(row['questions']):4d} questions "
+            f"{row['mem0_any@10']:6.1f} {row['ours_any@10']:6.1f}"
+        )
     entries: dict[str, list[float]] = defaultdict(list)
     for r in results:
         for name in {name for x in results for name in x["timing"]}:
@@ -247,6 +264,7 @@ def report(results: list[dict[str, Any]], clients: int) -> dict[str, Any]:
         "ours": mine,
         "ours_without_stand_in": bare,
         "evidence": share,
+        "by_conversation": by_conversation,
         "server_timing": timing,
     }
 
