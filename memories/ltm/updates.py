@@ -94,7 +94,7 @@ def card_update(
             )
         before = _values(card)
         [edited] = redacted_cards([_input(card, changes)], redactor=redactor_for(tenant), path="")
-        after = {**before, **_values_of(edited)}
+        after = {**before, **_values(edited)}
         # The fields redaction rewrote (the writer sees which of theirs were not kept as given).
         redacted = sorted(
             name for name in SCREENED if name in changes and after[name] != _plain(changes[name])
@@ -144,11 +144,7 @@ def _input(card: LtmCard, changes: Mapping[str, Any]) -> CardInput:
     )
 
 
-def _values(card: LtmCard) -> dict[str, Any]:
-    return {name: _plain(getattr(card, name)) for name in EDITABLE}
-
-
-def _values_of(card: CardInput) -> dict[str, Any]:
+def _values(card: LtmCard | CardInput) -> dict[str, Any]:
     return {name: _plain(getattr(card, name)) for name in EDITABLE}
 
 
