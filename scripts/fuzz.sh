@@ -75,15 +75,17 @@ cleanup() {
     echo "==> kept run $run: database $database, prefixes fuzz-$run / fuzz_$run, $dir"
     echo "    remove it with: $0 --remove $run"
   else
-    echo "==> removing run $run's index, collection, Redis keys, queue, database and files"
+    echo "==> removing run $run's indexes, collections, Redis keys, queue, database and files"
     .venv/bin/python manage.py shell --no-imports -c "$(cat <<'PY'
 import redis
 from django.conf import settings
+from memories.history.search import history_search_index
+from memories.history.vectors import history_vector_index
 from memories.ltm.search import card_search_index
 from memories.ltm.vectors import vector_index
 from memoryproject import redis_keys as keys
 from memoryproject.redis_client import redis_connection
-for index in (card_search_index(), vector_index()):
+for index in (card_search_index(), vector_index(), history_search_index(), history_vector_index()):
     index.drop()
 client = redis_connection()
 stale = list(client.scan_iter(match=keys.all_keys_pattern(), count=1000))
