@@ -107,6 +107,20 @@ def browser(tmp_path: Path) -> Iterator[WebDriver]:
         driver.quit()
 
 
+def replaced(element: WebElement) -> bool:
+    """Whether the page the element was on is gone. Chromium reports a node of a page being
+    replaced as stale or, in the moment of the swap, as not belonging to the document."""
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as exc:
+        if "does not belong to the document" in str(exc):
+            return True
+        raise
+    return False
+
+
 class Walk:
     """Small helpers over the driver: open, click, wait, and numbered screenshots."""
 
@@ -139,7 +153,7 @@ class Walk:
                 if not gone or attempt == 2:
                     raise
                 time.sleep(0.3)
-        WebDriverWait(self.driver, 15).until(ec.staleness_of(button))
+        WebDriverWait(self.driver, 15).until(lambda driver: replaced(button))
 
     def message(self, level: str = "success") -> str:
         return self.find(f"ul.messagelist li.{level}").text
