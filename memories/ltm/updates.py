@@ -10,18 +10,16 @@ value before and after, redacted) commit together; the indexes follow from the o
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import orjson
 from django.db import transaction
 
-from memories.audit.services import Action, Actor, audit_record, changes_between
+from memories.audit.services import Action, Actor, audit_record, changes_between, state_sha256
 from memories.ltm.models import LtmCard, LtmOutbox
-from memories.ltm.services import CARD_FIELDS, CardInput, outbox_drain_enqueue, redacted_cards
+from memories.ltm.services import CardInput, outbox_drain_enqueue, redacted_cards
 from memories.quarantine.services import released_refs
 from memoryproject.errors import Conflict, Invalid, NotFound
 from memoryproject.quarantine import WritePath, held_view, hold, screen_for
@@ -156,7 +154,6 @@ def _serialisable(values: Mapping[str, Any]) -> dict[str, Any]:
     return {
         name: value.isoformat() if isinstance(value, datetime) else value
         for name, value in values.items()
-        if name in CARD_FIELDS
     }
 
 
@@ -169,8 +166,7 @@ def _quarantined(tenant: Tenant, card: LtmCard, given: Mapping[str, Any]) -> dic
     if finding is None:
         return None
     edit = _serialisable(given)
-    digest = hashlib.sha256(orjson.dumps(edit, option=orjson.OPT_SORT_KEYS)).hexdigest()[:24]
-    ref = f"{WritePath.CARD_UPDATE}:{card.memory_id}:{card.version}:{digest}"
+    ref = f"{WritePath.CARD_UPDATE}:{card.memory_id}:{card.version}:{state_sha256(edit)[:24]}"
     if released_refs(tenant=tenant, refs=[ref]):
         return None
     held_id = hold(

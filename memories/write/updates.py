@@ -16,7 +16,6 @@ commit fails; a summary changed is embedded again in the worker.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import uuid
 from collections.abc import Sequence
@@ -24,10 +23,9 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from django.db import transaction
 
-from memories.audit.services import Action, Actor, audit_record, changes_between
+from memories.audit.services import Action, Actor, audit_record, changes_between, state_sha256
 from memories.policies.selectors import vocabulary_for
 from memories.quarantine.services import released_refs
 from memories.stm.items import Status, StmItem, Trust
@@ -47,7 +45,6 @@ from profiles.models import Tenant
 
 logger = logging.getLogger(__name__)
 
-EDITABLE = ("summary", "entities", "tags", "importance", "confidence", "ttl_minutes")
 # The fields of an item an edit may write (`ttl_minutes` becomes `expires_at`); redaction of the
 # record as a whole may reach `detail` too.
 WRITTEN = (
@@ -317,10 +314,6 @@ def _audited(item: StmItem) -> dict[str, Any]:
     return values
 
 
-def _digest(value: Any) -> str:
-    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()[:24]
-
-
 def _quarantined(
     tenant: Tenant,
     item: StmItem,
@@ -343,7 +336,7 @@ def _quarantined(
     if finding is None:
         return None
     edit = {**given, **{name: value for name, value in texts.items() if name in given}}
-    ref = f"{WritePath.STM_UPDATE}:{item.id}:{item.version}:{_digest(edit)}"
+    ref = f"{WritePath.STM_UPDATE}:{item.id}:{item.version}:{state_sha256(edit)[:24]}"
     if released_refs(tenant=tenant, refs=[ref]):
         return None
     with transaction.atomic():
