@@ -11,7 +11,8 @@ or the fresh part (written after the screen, measured and never tuned on).
    user, an assistant and a tool event (`POST /v1/sessions/<id>/events`); proposed with each
    source kind (`POST /v1/memories/proposals`, `source.kind` proposal / user / assistant /
    tool); imported as a card (`POST /v1/ltm/cards:import`); patched in as a preference's value
-   (`PATCH /v1/users/<id>/profile`).
+   (`PATCH /v1/users/<id>/profile`, through the same untrusted key: what the quarantine lets
+   pass waits for a reviewer, as a value written by a key that is no trusted writer).
 2. Once the worker has caught up (extraction, the history index, the card index), every hostile
    text is asked back as the query of `POST /v1/recall` (as routed, k 10) by its path's user.
 
@@ -191,9 +192,12 @@ def write_profile(api: Api, part: str, rows: list[dict[str, Any]]) -> list[Writt
         ]
         answer = api.ok("PATCH", f"/v1/users/{user}/profile", {"preferences": preferences})
         held = {q["field"] for q in answer["quarantined"]}
+        waiting = {h["field"] for h in answer["held_for_verification"]}
         for index, row in enumerate(batch):
             path = f"preferences.{index}.value"
-            written.append(Written("profile", part, row, user, held=path in held))
+            one = Written("profile", part, row, user, held=path in held)
+            one.verification = path in waiting
+            written.append(one)
     return written
 
 

@@ -29,6 +29,7 @@ class MemoriesConfig(AppConfig):
         from memories.quarantine.services import quarantine_record
         from memories.stores import stores_register
         from memories.write.extraction import extraction_on_append
+        from memories.write.verification import profile_hold_record
         from memoryproject.celery import app as celery_app
         from memoryproject.quarantine import (
             register_hold_recorder,
@@ -36,14 +37,18 @@ class MemoriesConfig(AppConfig):
             register_screen_source,
         )
         from memoryproject.redaction import register_tenant_patterns
+        from profiles.services.profile_trust import register_verification_recorder
         from transcripts.reactions import register_append_reactions
 
-        # Layer 1 writers redact with the tenant's patterns, and screen and hold what reads
-        # as an instruction to the model, without importing this app.
+        # Layer 1 writers redact with the tenant's patterns, screen and hold what reads as an
+        # instruction to the model, and queue what an untrusted key writes, without importing
+        # this app.
         register_tenant_patterns(redaction_patterns)
         register_screen_source(injection_screen)
         register_meaning_source(meaning_screen_source)
         register_hold_recorder(quarantine_record)
+        # An untrusted key's free-text profile values wait in the verification queue.
+        register_verification_recorder(profile_hold_record)
         # What an append sets going above Layer 0, in this order (docs/architecture.md, "The
         # path of an append"):
         register_append_reactions(

@@ -145,6 +145,13 @@ class UserProfileApi(APIView):
             "model: each with its quarantine id, reason code and field (e.g. "
             "preferences.0.value); nothing of them was written",
         )
+        held_for_verification = serializers.ListField(
+            child=serializers.DictField(child=serializers.CharField()),
+            help_text="free-text values from a key that is no trusted writer, waiting for a "
+            "reviewer in the verification queue before they become the user's profile: each "
+            "with its request id, status (pending, or rejected when a reviewer rejected the "
+            "same value before), reason code and field; nothing of them was written",
+        )
 
     @extend_schema(
         operation_id="profile_update",
@@ -152,7 +159,9 @@ class UserProfileApi(APIView):
         tags=["Profiles"],
         description=(
             "Admin keys: change any of them in one all-or-nothing step; preferences and facts "
-            "get a new version and keep the previous one. Free text is redacted."
+            "get a new version and keep the previous one. Free text is redacted. From a key "
+            "that is no trusted writer, a free-text value (a sentence rather than an "
+            "identifier, number or flag) waits for a reviewer (held_for_verification)."
         ),
         request=ProfilePatchInputSerializer,
         responses=ProfilePatchOutputSerializer,
@@ -166,6 +175,7 @@ class UserProfileApi(APIView):
             tenant=tenant,
             external_id=user_id,
             actor=Actor.api_key(request.auth),  # type: ignore[arg-type]
+            trusted_writer=bool(getattr(request.auth, "trusted_writer", False)),
             patch=ProfilePatch(
                 profile=data.get("profile", {}),
                 preferences=data.get("preferences", ()),
@@ -177,5 +187,9 @@ class UserProfileApi(APIView):
             document = empty_profile_document(external_id=user_id)
         else:
             document = profile_document_for(tenant=tenant, external_id=user_id)
-        body = {**document, "quarantined": result.quarantined}
+        body = {
+            **document,
+            "quarantined": result.quarantined,
+            "held_for_verification": result.held_for_verification,
+        }
         return Response(self.ProfilePatchOutputSerializer(body).data)

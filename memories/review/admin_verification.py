@@ -26,7 +26,11 @@ from memories.review.admin_common import (
 )
 from memories.stm.selectors import stm_item_for
 from memories.write.models import VerificationRequest
-from memories.write.verification import verification_approve, verification_reject
+from memories.write.verification import (
+    profile_hold_now,
+    verification_approve,
+    verification_reject,
+)
 from memoryproject.admin_redaction import RedactedDisplayMixin
 from memoryproject.errors import DomainError, NotFound, StoreUnavailable
 from memoryproject.redaction import redact_text
@@ -103,7 +107,12 @@ class VerificationRequestAdmin(RedactedDisplayMixin, DecisionPageAdmin):
 
     @admin.display(description="edit of")
     def edit_of(self, obj: VerificationRequest) -> str:
-        """For a held edit of an item: the item and its words now, beside the new ones."""
+        """For a held edit of an item: the item and its words now, beside the new ones; for a
+        held profile value: the field and its value now."""
+        if "profile_patch" in (obj.candidate or {}):
+            name, now = profile_hold_now(obj)
+            shown = "unset" if now is None else redact_text(str(now))[:300]
+            return f"profile {name}, now: {shown}"
         item_id = (obj.candidate or {}).get("update_of")
         if not item_id:
             return "- (a new memory)"

@@ -24,6 +24,12 @@ from profiles.models import (
     UserProjectRole,
 )
 from profiles.services.end_users import end_user_get_or_create
+from profiles.services.profile_trust import (
+    ProfileHold,
+    ProfileHoldReason,
+    hold_for_verification,
+    reads_as_text,
+)
 from profiles.services.profile_versions import (
     fact_field,
     fact_set,
@@ -161,27 +167,36 @@ def touched_state(*, end_user: EndUser, patch: ProfilePatch) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class PatchResult:
-    """A profile patch applied: its end user (none when nothing of it was written) and the
-    values held for review because they read as an instruction to the model."""
+    """A profile patch applied: its end user (none when nothing of it was written), the values
+    held for review because they read as an instruction to the model, and the free-text
+    values of an untrusted writer waiting for a reviewer."""
 
     end_user: EndUser | None
     quarantined: list[dict[str, str]]
+    held_for_verification: list[dict[str, str]] = field(default_factory=list)
 
 
 @transaction.atomic
 def profile_patch_apply(
-    *, tenant: Tenant, external_id: str, patch: ProfilePatch, actor: Any = None
+    *,
+    tenant: Tenant,
+    external_id: str,
+    patch: ProfilePatch,
+    actor: Any = None,
+    trusted_writer: bool = False,
 ) -> PatchResult:
     """`profile_update` for a patch from outside: a free-text value (display name, answer
     style, extras, a preference's or fact's value) that reads as an instruction to the model
     is held for review and left out (screened by meaning too: a profile value is recalled as
-    the user's own word); the rest lands as one unit. A patch that is all held writes nothing
-    (not even the end user)."""
+    the user's own word); from a key that is no trusted writer, every other free-text value
+    waits in the verification queue (`profiles.services.profile_trust`); the rest lands as one
+    unit. A patch that is all held writes nothing of the profile."""
     redacted = redacted_patch(patch, redactor=redactor_for(tenant))
     screen = screen_for(tenant, by_meaning=True)
     quarantined: list[dict[str, str]] = []
+    waiting: list[dict[str, str]] = []
 
-    def held(name: str, value: Any, part: dict[str, Any]) -> bool:
+    def quarantine(name: str, value: Any, part: dict[str, Any]) -> bool:
         finding = screen.value(value, path=name)
         if finding is None:
             return False
@@ -197,27 +212,68 @@ def profile_patch_apply(
         quarantined.append(held_view(quarantine_id=held_id, finding=finding))
         return True
 
+    def verify(name: str, stable: str, memory_type: str, value: Any, part: dict[str, Any]) -> bool:
+        if trusted_writer or not reads_as_text(value):
+            return False
+        reason = (
+            ProfileHoldReason.PREFERENCE
+            if memory_type == "preference"
+            else ProfileHoldReason.PROFILE_FACT
+        )
+        answer = hold_for_verification(
+            tenant=tenant,
+            hold=ProfileHold(
+                external_id=external_id,
+                name=stable,
+                memory_type=memory_type,
+                reason=reason,
+                value=value,
+                part=part,
+            ),
+            actor=actor,
+        )
+        waiting.append({**answer, "field": name, "reason": reason})
+        return True
+
+    def held(name: str, stable: str, memory_type: str, value: Any, part: dict[str, Any]) -> bool:
+        return quarantine(name, value, part) or verify(name, stable, memory_type, value, part)
+
     profile = {
         name: value
         for name, value in redacted.profile.items()
         if name not in REDACTED_PROFILE_FIELDS
-        or not held(f"profile.{name}", value, {"profile": {name: value}})
+        or not held(
+            f"profile.{name}", f"profile.{name}", "profile", value, {"profile": {name: value}}
+        )
     }
     preferences = [
         item
         for index, item in enumerate(redacted.preferences)
-        if not held(f"preferences.{index}.value", item.get("value"), {"preferences": [item]})
+        if not held(
+            f"preferences.{index}.value",
+            f"preferences.{item['key']}",
+            "preference",
+            item.get("value"),
+            {"preferences": [item]},
+        )
     ]
     facts = [
         item
         for index, item in enumerate(redacted.facts)
-        if not held(f"facts.{index}.value", item.get("value"), {"facts": [item]})
+        if not held(
+            f"facts.{index}.value",
+            fact_field(item["key"], item.get("project")),
+            "fact",
+            item.get("value"),
+            {"facts": [item]},
+        )
     ]
     kept = ProfilePatch(profile=profile, preferences=preferences, roles=redacted.roles, facts=facts)
-    if quarantined and not any((kept.profile, kept.preferences, kept.roles, kept.facts)):
-        return PatchResult(end_user=None, quarantined=quarantined)
+    nothing_kept = not any((kept.profile, kept.preferences, kept.roles, kept.facts))
+    if (quarantined or waiting) and nothing_kept:
+        return PatchResult(end_user=None, quarantined=quarantined, held_for_verification=waiting)
     end_user = profile_update(tenant=tenant, external_id=external_id, patch=kept, actor=actor)
-    return PatchResult(end_user=end_user, quarantined=quarantined)
+    return PatchResult(end_user=end_user, quarantined=quarantined, held_for_verification=waiting)
 
 
 def redacted_patch(patch: ProfilePatch, *, redactor: Redactor) -> ProfilePatch:

@@ -234,7 +234,7 @@ def test_a_proposal_is_held_by_meaning_whatever_its_source(
 
 
 @pytest.mark.django_db
-def test_a_profile_value_is_held_by_meaning(tenant, owner: APIClient) -> None:
+def test_a_profile_value_is_held_by_meaning(tenant, trusted_owner: APIClient) -> None:
     patch = {
         "profile": {"display_name": "Alice"},
         "preferences": [
@@ -243,7 +243,7 @@ def test_a_profile_value_is_held_by_meaning(tenant, owner: APIClient) -> None:
         ],
     }
 
-    response = owner.patch(
+    response = trusted_owner.patch(
         reverse("profiles:profile", kwargs={"user_id": "u_42"}), patch, format="json"
     )
 

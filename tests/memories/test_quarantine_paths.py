@@ -277,7 +277,7 @@ def test_a_hostile_card_is_held_and_a_benign_one_imported(tenant, owner: APIClie
 # --- profile patches ----------------------------------------------------------------------------
 @pytest.mark.django_db
 def test_a_hostile_profile_value_is_held_and_the_rest_of_the_patch_lands(
-    tenant, owner: APIClient
+    tenant, trusted_owner: APIClient
 ) -> None:
     patch = {
         "profile": {
@@ -293,7 +293,7 @@ def test_a_hostile_profile_value_is_held_and_the_rest_of_the_patch_lands(
         ],
     }
 
-    response = owner.patch(
+    response = trusted_owner.patch(
         reverse("profiles:profile", kwargs={"user_id": "u_42"}), patch, format="json"
     )
 

@@ -319,7 +319,7 @@ def test_an_imported_card_of_nothing_but_a_key_is_refused(tenant, owner: APIClie
 
 # --- profile PATCH ------------------------------------------------------------------------------
 @pytest.mark.django_db
-def test_profile_text_is_redacted(tenant, owner: APIClient) -> None:
+def test_profile_text_is_redacted(tenant, trusted_owner: APIClient) -> None:
     patch = {
         "profile": {
             "display_name": f"Alice (身份证 {ID_18})",
@@ -333,7 +333,7 @@ def test_profile_text_is_redacted(tenant, owner: APIClient) -> None:
         ],
     }
 
-    response = owner.patch(profile_url(), patch, format="json")
+    response = trusted_owner.patch(profile_url(), patch, format="json")
 
     assert response.status_code == 200, response.json()
     assert_no_raw(response.json())

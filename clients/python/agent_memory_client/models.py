@@ -187,6 +187,9 @@ class ProfilePatchResponse(ProfileResponse):
     # Values held for review because they read as an instruction to the model (each with its
     # quarantine `id`, `reason` code and `field`, e.g. "preferences.0.value"); not written.
     quarantined: list[dict[str, str]]
+    # Free-text values from a key that is no trusted writer, waiting for a reviewer (each with
+    # its `request_id`, `status` pending or rejected, `reason` code and `field`); not written.
+    held_for_verification: list[dict[str, str]]
 
 
 # --- short-term memory ----------------------------------------------------------------------

@@ -251,7 +251,7 @@ export interface paths {
         head?: never;
         /**
          * Change a user's profile
-         * @description Admin keys: change any of them in one all-or-nothing step; preferences and facts get a new version and keep the previous one. Free text is redacted.
+         * @description Admin keys: change any of them in one all-or-nothing step; preferences and facts get a new version and keep the previous one. Free text is redacted. From a key that is no trusted writer, a free-text value (a sentence rather than an identifier, number or flag) waits for a reviewer (held_for_verification).
          */
         patch: operations["profile_update"];
         trace?: never;
@@ -1256,6 +1256,10 @@ export interface components {
             facts: components["schemas"]["FactOutput"][];
             /** @description values held for review because they read as an instruction to the model: each with its quarantine id, reason code and field (e.g. preferences.0.value); nothing of them was written */
             quarantined: {
+                [key: string]: string;
+            }[];
+            /** @description free-text values from a key that is no trusted writer, waiting for a reviewer in the verification queue before they become the user's profile: each with its request id, status (pending, or rejected when a reviewer rejected the same value before), reason code and field; nothing of them was written */
+            held_for_verification: {
                 [key: string]: string;
             }[];
         };

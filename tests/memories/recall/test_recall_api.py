@@ -135,8 +135,8 @@ def recall(client: APIClient, **fields):
 
 
 @pytest.fixture
-def seeded(tenant, owner, django_capture_on_commit_callbacks):
-    seed_profile(tenant, owner, django_capture_on_commit_callbacks)
+def seeded(tenant, owner, trusted_owner, django_capture_on_commit_callbacks):
+    seed_profile(tenant, trusted_owner, django_capture_on_commit_callbacks)
     ids = propose(owner, DIAGNOSIS)
     cards = import_cards(tenant, [PAST_CASE, UNRELATED])
     return {"stm": dict(zip(("symptom", "excluded", "focus"), ids, strict=True)), "cards": cards}
@@ -332,7 +332,7 @@ def test_each_recall_is_recorded_in_the_transcript_and_counts_access(
 
 @pytest.mark.django_db
 def test_profile_changes_reach_the_next_recall(
-    tenant, owner, seeded, django_capture_on_commit_callbacks
+    tenant, owner, trusted_owner, seeded, django_capture_on_commit_callbacks
 ):
     warm_up = recall(owner, query="写一首诗")
     assert warm_up["explain"]["query_profile"]["profile_cache_missing"] is True
@@ -342,7 +342,7 @@ def test_profile_changes_reach_the_next_recall(
     assert first["profile_block"]["answer_style"] == "先结论后细节"
 
     with django_capture_on_commit_callbacks(execute=True):
-        owner.patch(
+        trusted_owner.patch(
             reverse("profiles:profile", kwargs={"user_id": "u_42"}),
             {"profile": {"answer_style": "只给结论"}},
             format="json",
