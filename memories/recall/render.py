@@ -33,6 +33,7 @@ LABELS = {
         "project": "项目",
         "workspace": "工作区",
         "task": "当前任务",
+        "said_user": "用户说",
         "said_assistant": "助手说",
         "said_tool": "工具返回",
         "said_proposal": "智能体提议",
@@ -56,6 +57,7 @@ LABELS = {
         "project": "Project",
         "workspace": "Workspace",
         "task": "Current task",
+        "said_user": "user said",
         "said_assistant": "assistant said",
         "said_tool": "tool reported",
         "said_proposal": "agent proposed",
@@ -220,8 +222,10 @@ def _line(candidate: MemoryCandidate, text: str, labels: dict[str, str]) -> str:
     """One memory on one line; long-term memories and history lead with their event date.
 
     What is not the user's word (an assistant's, a tool's, an agent's, a model's, an import)
-    is evidence: quoted and attributed, so it never reads as an instruction."""
-    if not candidate.is_trusted:
+    is evidence: quoted and attributed, so it never reads as an instruction. So is every turn of
+    history, the user's too: what was said once in a conversation is reported speech, not a
+    rule nobody has judged (the user's rules come from extraction or a reviewer)."""
+    if not candidate.is_trusted or candidate.source == "history":
         who = labels.get(f"said_{candidate.source_kind}", labels["said_assistant"])
         when = candidate.occurred_at or candidate.updated_at
         day = f", {datetime.fromtimestamp(when, tz=UTC).date().isoformat()}" if when else ""

@@ -89,8 +89,8 @@ def test_a_question_about_the_past_reaches_history_without_history_words(owner, 
     assert first["source"] == "history" and first["provenance"]["event_ids"] == ["may-1"]
     assert first["provenance"]["session_id"] == "s-may"
     assert first["provenance"]["occurred_at"].startswith("2023-05-08")
-    # Its own section, with the date.
-    assert "From earlier conversations:\n- [2023-05-08] " in body["injection_text"]
+    # Its own section, each turn reported speech: attributed, dated and quoted, the user's too.
+    assert 'From earlier conversations:\n- (user said, 2023-05-08) "' in body["injection_text"]
 
 
 @pytest.mark.django_db
