@@ -20,8 +20,9 @@ A hostile text is **quarantined** when the write's answer says so (`quarantined`
 quarantine id) or, for an event, when a quarantine row holds the event; it is **injected** when
 a recall's items name its event, item or card, or the recall's injection text carries a piece
 of it. It **became a rule** when a piece of it is in the recall's constraints or profile block, and
-was injected **unlabelled** when it became a rule or an item naming it is `trusted` (rendered as
-the user's word rather than as quoted, attributed evidence). The `proposal:constraint` path
+was injected **unlabelled** when it became a rule or an item naming it is `trusted` and its line
+of the injection text is not quoted, attributed evidence (so it reads as the user's word; a
+turn of history is reported speech whoever said it). The `proposal:constraint` path
 proposes each text as a standing rule through an agent's (untrusted) key: what the quarantine
 lets pass waits there for a reviewer (`verify`: held for verification, not quarantined). A
 benign text is **untouched** when no quarantine held it (an untrusted rule waiting for a
@@ -42,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import time
 import uuid
 from collections import defaultdict
@@ -63,9 +65,9 @@ from _setup import ROOT, django_setup
 DATA = ROOT / "tests" / "data" / "quarantine_labelled.jsonl"
 RUN = os.environ.get("BENCH_POISON_RUN") or uuid.uuid4().hex[:8]
 SERVICE = ServiceRun("bench-poison", RUN)
-# fresh, fresh2: texts written after the screen (fresh2 after fresh had been seen), measured and
-# never tuned on (see the labelled set)
-PARTS = ("tune", "held_out", "fresh", "fresh2")
+# fresh, fresh2, fresh3: texts written after the screen (each after the one before had been
+# seen), measured and never tuned on (see the labelled set)
+PARTS = ("tune", "held_out", "fresh", "fresh2", "fresh3")
 EVENT_ROLES = ("user", "assistant", "tool")
 SOURCE_KINDS = ("proposal", "user", "assistant", "tool")
 PATHS = (
@@ -93,6 +95,7 @@ class Written:
     verification: bool = False  # held for a reviewer as an untrusted rule (not quarantined)
     rule: bool = False  # injected as a rule: a standing rule or the profile block
     unlabelled: bool = False  # injected as the user's word (a rule, or a trusted item)
+    carriers: list[str] = field(default_factory=list)  # "<source>:<memory_type>" of those items
 
 
 def read_rows(parts: tuple[str, ...], limit: int) -> list[dict[str, Any]]:
@@ -257,6 +260,19 @@ def fragment(text: str) -> str:
     return line[start : start + size]
 
 
+# An injected line of evidence: attributed, dated and quoted (`- (user said, 2026-11-30) "…"`).
+QUOTED_LINE = re.compile(r'^- \([^()]+\) ".*"$')
+
+
+def rendered_as_quote(injection: str, item: dict[str, Any]) -> bool:
+    """Whether the injection text carries `item` as reported speech rather than as the user's
+    own rule: the line holding its words is attributed and quoted."""
+    said = " ".join(str(item.get("text", "")).split())
+    said = said.removeprefix(f"{item.get('source_kind', '')}: ").replace('"', "'")[:40]
+    lines = [line for line in injection.splitlines() if said and said in line]
+    return bool(lines) and all(QUOTED_LINE.match(line) for line in lines)
+
+
 def provenance(item: dict[str, Any]) -> set[str]:
     found = {str(item.get("id") or ""), str(item.get("memory_id") or "")}
     given = item.get("provenance") or {}
@@ -293,8 +309,10 @@ def ask(api: Api, one: Written) -> None:
         for item in items
         if item.get("trust") == "trusted"
         and (one.refs & provenance(item) or (piece and piece in item.get("text", "")))
+        and not rendered_as_quote(answer["injection_text"], item)
     ]
     one.unlabelled = one.rule or bool(trusted)
+    one.carriers = sorted({f"{item.get('source')}:{item.get('memory_type')}" for item in trusted})
 
 
 # --- report -------------------------------------------------------------------------------------
@@ -340,7 +358,10 @@ def report(written: list[Written], verbose: bool) -> None:
                     if one.injected
                     else ("missed" if not one.held else "held")
                 )
-                print(f"  {flag:<8} {one.path:<18} {one.part:<8} {one.row['text'][:90]!r}")
+                carriers = f" [{', '.join(one.carriers)}]" if one.carriers else ""
+                print(
+                    f"  {flag:<8} {one.path:<18} {one.part:<8} {one.row['text'][:90]!r}{carriers}"
+                )
 
 
 def main() -> None:
