@@ -1,14 +1,16 @@
 """Would closeness in meaning catch the injections the quarantine's patterns miss? Measured in
 process on the labelled set (tests/data/quarantine_labelled.jsonl) with the service's own screen
-by meaning (memoryproject/quarantine_meaning.py) and its shipped exemplars (the tuning part,
-memories/data/injection_exemplars.npz).
+by meaning (memoryproject/quarantine_meaning.py), its shipped exemplars (the tuning part,
+memories/data/injection_exemplars.npz) and its probe (memories/data/injection_probe.npz,
+trained on the tuning part and the earlier fresh parts: on those its figures are in sample).
 
 As the service does, only a text's sentences holding a cue word (vocabulary kind
 `injection_cue`) are embedded, the first three, as recall embeds a query (the configured
 embedder). A sentence is held by meaning when its nearest hostile exemplar is at least `floor`
-close and closer by `margin` than its nearest benign one; a text is held when the patterns hold
-it or one of its sentences is. The margin and floor are chosen on the tuning part alone (each
-text left out of its own neighbours), as the smallest margin and floor with no more than
+close and closer by `margin` than its nearest benign one, or when the probe reads it as hostile;
+a text is held when the patterns hold it or one of its sentences is. The margin and floor are
+chosen on the tuning part alone (each text left out of its own neighbours), as the smallest
+margin and floor with no more than
 `--max-benign` of its benign texts held; the held-out and fresh parts are then reported at that
 choice, beside the patterns alone, with the embedding's cost per sentence.
 
@@ -28,7 +30,7 @@ from _setup import ROOT, django_setup
 DATA = ROOT / "tests" / "data" / "quarantine_labelled.jsonl"
 MARGINS = [round(0.005 * step, 3) for step in range(0, 11)]
 FLOORS = [0.80, 0.84, 0.86, 0.88, 0.90]
-PARTS = ("tune", "held_out", "fresh", "fresh2", "fresh3")
+PARTS = ("tune", "held_out", "fresh", "fresh2", "fresh3", "fresh4")
 
 
 def main() -> None:

@@ -7,9 +7,16 @@ prompt, rule, 指令, 扮演 …, the vocabulary kind `injection_cue`) and holds
 nearest hostile exemplar is at least `floor` close and closer by `margin` than its nearest
 benign exemplar; the finding takes that hostile exemplar's reason.
 
-It is pure arithmetic over vectors: the embedding function and the exemplars are given (the
-memories app builds them from `memories/data/injection_exemplars.npz` and the configured
-embedder). Vectors are compared by cosine, so any scale the embedding has does not matter.
+A sentence is also held when a linear probe reads it as hostile (`Probe`: a logistic
+regression over the sentence's unit vector, trained on the labelled set's tuning and fresh parts
+by `manage.py build_injection_exemplars`). Nearest neighbours hold what is close to a known
+phrasing; the probe learns the direction that separates speaking to the model from speaking
+about the world, which carries better to phrasings no exemplar has (docs/review.md).
+
+It is pure arithmetic over vectors: the embedding function, the exemplars and the probe are
+given (the memories app builds them from `memories/data/injection_exemplars.npz`,
+`injection_probe.npz` and the configured embedder). Vectors are compared by cosine, so any
+scale the embedding has does not matter.
 
 The bound on what one text costs: a text without a cue is never embedded (unless it becomes the
 user's word: `uncued`); a short one (at most
@@ -62,18 +69,61 @@ class Exemplars:
 
 
 @dataclass(frozen=True)
+class Probe:
+    """A linear reading of a sentence's unit vector: hostile when `weights · v + bias` (the
+    log-odds of a logistic regression) exceeds `threshold`."""
+
+    model_name: str
+    weights: np.ndarray  # (dim,)
+    bias: float
+    threshold: float
+
+    def score(self, vector: np.ndarray) -> float:
+        return float(unit_rows(vector) @ self.weights + self.bias)
+
+
+def probe_train(
+    vectors: np.ndarray,
+    hostile: np.ndarray,
+    *,
+    benign_share: float = 0.5,
+    l2: float = 1.0,
+    epochs: int = 1500,
+    rate: float = 0.5,
+) -> tuple[np.ndarray, float]:
+    """Weights and bias of a logistic regression over unit vectors (batch gradient descent,
+    deterministic): hostile rows weigh `1 - benign_share` of the loss, benign ones the rest,
+    whatever their counts; `l2` shrinks the weights toward 0."""
+    xs = unit_rows(np.asarray(vectors, dtype=np.float64))
+    ys = np.asarray(hostile, dtype=np.float64)
+    n, positives = len(ys), float(ys.sum())
+    if not 0 < positives < n:
+        raise ValueError("the probe needs hostile and benign rows")
+    row_weight = np.where(ys == 1, (1 - benign_share) / positives, benign_share / (n - positives))
+    weights, bias = np.zeros(xs.shape[1]), 0.0
+    for _ in range(epochs):
+        error = (1 / (1 + np.exp(-(xs @ weights + bias))) - ys) * row_weight
+        weights -= rate * (xs.T @ error + l2 * weights / n)
+        bias -= rate * float(error.sum())
+    return weights.astype(np.float32), float(bias)
+
+
+@dataclass(frozen=True)
 class Closeness:
-    """How close one sentence is to the nearest hostile and the nearest benign exemplar."""
+    """How close one sentence is to the nearest hostile and the nearest benign exemplar, and
+    whether the probe reads it as hostile."""
 
     hostile: float
     benign: float
     reason: str  # the nearest hostile exemplar's
+    probed: bool = False
 
 
 def held_by(closeness: Closeness, *, margin: float, floor: float) -> bool:
-    """Whether a sentence this close reads as hostile: near enough to a hostile exemplar, and
-    nearer to it than to any benign one by the margin."""
-    return closeness.hostile >= floor and closeness.hostile - closeness.benign >= margin
+    """Whether a sentence this close reads as hostile: the probe says so, or it is near enough
+    to a hostile exemplar and nearer to it than to any benign one by the margin."""
+    near = closeness.hostile >= floor and closeness.hostile - closeness.benign >= margin
+    return closeness.probed or near
 
 
 class MeaningScreen:
@@ -88,6 +138,7 @@ class MeaningScreen:
         floor: float,
         cues: Sequence[re.Pattern[str]],
         every_sentence: bool = False,
+        probe: Probe | None = None,
     ) -> None:
         hostile = exemplars.hostile
         if not hostile.any() or hostile.all():
@@ -102,6 +153,7 @@ class MeaningScreen:
         self.floor = floor
         self.cues = tuple(cues)
         self.every_sentence = every_sentence
+        self.probe = probe
 
     def with_cues(self, cues: Sequence[re.Pattern[str]]) -> MeaningScreen:
         """The same exemplars and thresholds with other cue patterns (a tenant's vocabulary)."""
@@ -112,6 +164,7 @@ class MeaningScreen:
             floor=self.floor,
             cues=cues,
             every_sentence=self.every_sentence,
+            probe=self.probe,
         )
 
     def uncued(self) -> MeaningScreen:
@@ -125,6 +178,7 @@ class MeaningScreen:
             floor=self.floor,
             cues=self.cues,
             every_sentence=True,
+            probe=self.probe,
         )
 
     def has_cue(self, text: str) -> bool:
@@ -147,10 +201,12 @@ class MeaningScreen:
         unit = unit_rows(vector)
         to_hostile = self._hostile @ unit
         nearest = int(to_hostile.argmax())
+        probe = self.probe
         return Closeness(
             hostile=float(to_hostile[nearest]),
             benign=float((self._benign @ unit).max()),
             reason=self._hostile_reasons[nearest],
+            probed=probe is not None and probe.score(vector) > probe.threshold,
         )
 
     def text(self, text: str, *, path: str = "") -> Finding | None:

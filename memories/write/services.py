@@ -18,7 +18,7 @@ from memories.quarantine.services import released_refs
 from memories.stm.items import StmItem
 from memories.stm.store import RedisShortTermStore, UpsertResult, now_seconds, stm_store
 from memories.vocabulary import Vocabulary, redactor_of, screen_of
-from memories.write.candidates import Candidate
+from memories.write.candidates import Candidate, SourceKind
 from memories.write.judging import Decided, decide_all, fingerprint_of
 from memories.write.models import VerificationRequest
 from memories.write.policy import Decision, policy_for
@@ -194,11 +194,16 @@ def _screened(
         candidate = redaction.candidate
         if redaction.nothing_left:
             continue  # refused as sensitive anyway
+        detail = candidate.detail
+        if path == WritePath.EXTRACTION and candidate.source_kind != SourceKind.LLM:
+            # The rule extractors' account of their match ("an instruction (不允许|禁止…) with
+            # 禁止") is the service's own words about the text, not the speaker's.
+            detail = {key: value for key, value in detail.items() if key != "reason"}
         found = screen.fields(
             (
                 ("summary", candidate.summary),
                 ("fact_value", candidate.fact_value),
-                ("detail", candidate.detail),
+                ("detail", detail),
                 ("entities", list(candidate.entities)),
                 ("tags", list(candidate.tags)),
                 ("subtype", candidate.subtype),

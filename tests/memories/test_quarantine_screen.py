@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from memories.policies.models import VocabularyEntry
 from memories.policies.selectors import injection_screen
+from memories.quarantine.exemplars import PROBE_PARTS
 from memories.vocabulary import default_vocabulary, screen_of
 from memoryproject.quarantine import Reason
 from profiles.models import TenantMembership
@@ -27,12 +28,14 @@ def test_the_labelled_set_is_large_varied_and_split() -> None:
     counts = Counter((row["label"], row["lang"]) for row in ROWS)
     assert counts["hostile", "en"] >= 75 and counts["hostile", "zh"] >= 75
     assert counts["benign", "en"] >= 75 and counts["benign", "zh"] >= 75
-    # `fresh`: written after the screen and measured once by benchmarks/poisoning.py, never
-    # tuned on; a later change moves it to `tune` once a newer fresh part is written
-    assert {row["part"] for row in ROWS} == {"tune", "held_out", "fresh", "fresh2", "fresh3"}
+    # `fresh…`: each written after the screen and measured once by benchmarks/poisoning.py
+    # before anything learnt from it; once a newer one is written, the screen's probe learns
+    # from it (`PROBE_PARTS`), the patterns and exemplars still only from `tune`
+    parts = {row["part"] for row in ROWS}
+    assert parts == {"tune", "held_out", "fresh", "fresh2", "fresh3", "fresh4"}
     assert len({row["text"] for row in ROWS}) == len(ROWS)  # no text twice
-    held_out = [row for row in ROWS if row["part"] != "tune"]
-    assert 0.3 <= len(held_out) / len(ROWS) <= 0.5
+    unseen = [row for row in ROWS if row["part"] not in PROBE_PARTS]
+    assert 0.25 <= len(unseen) / len(ROWS) <= 0.5
 
 
 @pytest.mark.parametrize("part", ["tune", "held_out"])
