@@ -115,15 +115,10 @@ def _write(held: QuarantinedText, *, reviewer: AbstractBaseUser) -> dict[str, An
         )
         return {"outcome": outcome, "memory_id": written.memory_id}
     if held.path == WritePath.PROFILE:
-        patch = payload["patch"]
         end_user = profile_update(
             tenant=held.tenant,
             external_id=payload["user_id"],
-            patch=ProfilePatch(
-                profile=patch.get("profile", {}),
-                preferences=patch.get("preferences", ()),
-                facts=patch.get("facts", ()),
-            ),
+            patch=ProfilePatch.of(payload["patch"]),
             staff=reviewer,
         )
         return {"outcome": "updated", "end_user": end_user.external_id}

@@ -214,11 +214,7 @@ def _approve_profile(request: VerificationRequest, *, summary: str, reviewer: An
     end_user = profile_update(
         tenant=request.tenant,
         external_id=document["user_id"],
-        patch=ProfilePatch(
-            profile=part.get("profile", {}),
-            preferences=part.get("preferences", ()),
-            facts=part.get("facts", ()),
-        ),
+        patch=ProfilePatch.of(part),
         staff=reviewer,
         source=Source.ADMIN,
     )
@@ -228,13 +224,9 @@ def _approve_profile(request: VerificationRequest, *, summary: str, reviewer: An
 def profile_hold_now(request: VerificationRequest) -> tuple[str, Any]:
     """The field a held profile value would change, and its stored value now (None if unset)."""
     document = request.candidate
-    part = document["profile_patch"]
-    patch = ProfilePatch(
-        profile=part.get("profile", {}),
-        preferences=part.get("preferences", ()),
-        facts=part.get("facts", ()),
+    state = touched_state(
+        end_user=request.end_user, patch=ProfilePatch.of(document["profile_patch"])
     )
-    state = touched_state(end_user=request.end_user, patch=patch)
     name = str(document.get("field", ""))
     return name, state.get(name, next(iter(state.values()), None))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -49,6 +49,16 @@ class ProfilePatch:
     preferences: Sequence[dict[str, Any]] = ()
     roles: Sequence[dict[str, Any]] = ()
     facts: Sequence[dict[str, Any]] = ()
+
+    @classmethod
+    def of(cls, part: Mapping[str, Any]) -> ProfilePatch:
+        """A patch from its JSON form, as a part of one is kept for a reviewer."""
+        return cls(
+            profile=dict(part.get("profile", {})),
+            preferences=part.get("preferences", ()),
+            roles=part.get("roles", ()),
+            facts=part.get("facts", ()),
+        )
 
 
 @transaction.atomic
