@@ -121,11 +121,14 @@ class InjectionScreen:
         if not text or not text.strip():
             return None
         readable = normalised(text)
-        for reason, patterns in self._patterns:
-            for pattern in patterns:
-                match = pattern.search(readable)
-                if match:
-                    return Finding(reason, match.group(0)[:_EXCERPT_CHARS].strip(), path)
+        # An instruction in snake case (`ignore_previous_instructions`) meets the patterns as
+        # words too.
+        for reading in (readable, readable.replace("_", " ")) if "_" in readable else (readable,):
+            for reason, patterns in self._patterns:
+                for pattern in patterns:
+                    match = pattern.search(reading)
+                    if match:
+                        return Finding(reason, match.group(0)[:_EXCERPT_CHARS].strip(), path)
         return self.meaning.text(readable, path=path) if self.meaning is not None else None
 
     def value(self, value: Any, *, path: str = "") -> Finding | None:

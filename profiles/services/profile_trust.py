@@ -5,7 +5,8 @@ A profile value is injected into every recall as the user's own rule ("User / en
 profile: - Answer style: ..."). A sentence there is a standing instruction, so like an untrusted
 agent's constraint it is the user's only when the user said it, a reviewer approved it or a
 trusted key wrote it. Identifiers, numbers and flags (`brief_first`, `dev`, `Europe/Berlin`, 30,
-true) and the validated fields (language, timezone, roles) carry no instruction and land.
+true; at most two words) and the validated fields (language, timezone, roles) carry no
+instruction and land.
 
 The verification queue lives above Layer 1, in the memories app, which registers its recorder
 here when it starts (`register_verification_recorder`).
@@ -18,8 +19,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# A value of nothing but these reads as an identifier, not as a sentence to the model.
+# A value of nothing but these reads as an identifier, not as a sentence to the model...
 _IDENTIFIER = re.compile(r"[A-Za-z0-9_.:/@+#-]{1,64}")
+# ...unless it strings three words or more together (`never_ask_before_deleting`): a sentence
+# in snake case is still a sentence.
+_WORD = re.compile(r"[A-Za-z]{2,}")
+IDENTIFIER_WORDS = 2
 
 
 class ProfileHoldReason:
@@ -29,9 +34,12 @@ class ProfileHoldReason:
 
 def reads_as_text(value: Any) -> bool:
     """True for a value that could say something to the model: any string that is not a bare
-    identifier, or a list or mapping holding one."""
+    identifier of at most two words, or a list or mapping holding one."""
     if isinstance(value, str):
-        return _IDENTIFIER.fullmatch(value.strip()) is None and bool(value.strip())
+        token = value.strip()
+        if not token:
+            return False
+        return _IDENTIFIER.fullmatch(token) is None or len(_WORD.findall(token)) > IDENTIFIER_WORDS
     if isinstance(value, Mapping):
         return any(reads_as_text(key) or reads_as_text(item) for key, item in value.items())
     if isinstance(value, list | tuple):
