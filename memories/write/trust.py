@@ -12,6 +12,7 @@ from __future__ import annotations
 from memories.stm.items import MemoryType, Trust
 from memories.write.candidates import Candidate, SourceKind
 from profiles.domains import FACT_DOMAINS, key_problem
+from profiles.services.profile_trust import ProfileHoldReason
 
 TRUSTED_KINDS = frozenset({SourceKind.USER, SourceKind.REVIEWER})
 # Writers a trusted key may speak for: an agent's proposal, an import.
@@ -32,8 +33,9 @@ class HoldReason:
     """Why a candidate waits in the verification queue (machine-readable)."""
 
     CONSTRAINT = "untrusted_constraint"
-    PREFERENCE = "untrusted_preference"
-    PROFILE_FACT = "untrusted_profile_fact"
+    # The same codes Layer 1 gives a held profile value.
+    PREFERENCE = ProfileHoldReason.PREFERENCE
+    PROFILE_FACT = ProfileHoldReason.PROFILE_FACT
 
 
 def trust_of(*, source_kind: str, trusted_writer: bool) -> str:

@@ -227,8 +227,8 @@ def profile_hold_now(request: VerificationRequest) -> tuple[str, Any]:
     state = touched_state(
         end_user=request.end_user, patch=ProfilePatch.of(document["profile_patch"])
     )
-    name = str(document.get("field", ""))
-    return name, state.get(name, next(iter(state.values()), None))
+    name = str(document["field"])
+    return name, state.get(name)
 
 
 def _with_value(part: dict[str, Any], value: str) -> dict[str, Any]:

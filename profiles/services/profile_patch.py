@@ -24,12 +24,7 @@ from profiles.models import (
     UserProjectRole,
 )
 from profiles.services.end_users import end_user_get_or_create
-from profiles.services.profile_trust import (
-    ProfileHold,
-    ProfileHoldReason,
-    hold_for_verification,
-    reads_as_text,
-)
+from profiles.services.profile_trust import ProfileHold, hold_for_verification, reads_as_text
 from profiles.services.profile_versions import (
     fact_field,
     fact_set,
@@ -225,24 +220,11 @@ def profile_patch_apply(
     def verify(name: str, stable: str, memory_type: str, value: Any, part: dict[str, Any]) -> bool:
         if trusted_writer or not reads_as_text(value):
             return False
-        reason = (
-            ProfileHoldReason.PREFERENCE
-            if memory_type == "preference"
-            else ProfileHoldReason.PROFILE_FACT
+        hold = ProfileHold(
+            external_id=external_id, name=stable, memory_type=memory_type, value=value, part=part
         )
-        answer = hold_for_verification(
-            tenant=tenant,
-            hold=ProfileHold(
-                external_id=external_id,
-                name=stable,
-                memory_type=memory_type,
-                reason=reason,
-                value=value,
-                part=part,
-            ),
-            actor=actor,
-        )
-        waiting.append({**answer, "field": name, "reason": reason})
+        answer = hold_for_verification(tenant=tenant, hold=hold, actor=actor)
+        waiting.append({**answer, "field": name, "reason": hold.reason})
         return True
 
     def held(name: str, stable: str, memory_type: str, value: Any, part: dict[str, Any]) -> bool:

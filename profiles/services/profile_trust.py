@@ -55,10 +55,15 @@ class ProfileHold:
 
     external_id: str
     name: str
-    memory_type: str
-    reason: str
+    memory_type: str  # preference, fact or profile
     value: Any
     part: dict[str, Any]
+
+    @property
+    def reason(self) -> str:
+        if self.memory_type == "preference":
+            return ProfileHoldReason.PREFERENCE
+        return ProfileHoldReason.PROFILE_FACT
 
 
 # (tenant, hold, actor) -> {"request_id": ..., "status": "pending" | "rejected"}
