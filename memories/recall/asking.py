@@ -1,5 +1,8 @@
 """Asking long-term memory and history within one recall: start, decide, collect.
 
+0. `start_early` (before the runtime state is read): a question the rules cannot answer from the
+   profile or the task (by its words alone) starts its branches and the query's embedding at
+   once, so that they run while Redis is read; the first routing then takes them over.
 1. `start_asking` (right after the first routing): the query's content terms and time window go
    into the query profile; every branch starts for a query with content terms (or one a rule
    routes), the time-window branches too when the window is an explicit date.
@@ -25,7 +28,7 @@ from memories.recall.history_candidates import history_candidate
 from memories.recall.own_world import MEMORIES as OWN_MEMORIES
 from memories.recall.own_world import WORLD_BELOW, answers, own_world_score
 from memories.recall.pool import MemoryCandidate, ltm_candidate
-from memories.recall.query_profile import Intent, QueryProfile
+from memories.recall.query_profile import Intent, QueryProfile, RuntimeState, build_query_profile
 from memories.recall.relevance import (
     Alternates,
     best_holding,
@@ -34,6 +37,7 @@ from memories.recall.relevance import (
     names_in,
     query_names,
 )
+from memories.recall.relevance import related_words as related_words_of
 from memories.recall.routing import Route, route
 from memories.recall.semantic import (
     CONFIRMING_MARGIN,
@@ -42,6 +46,7 @@ from memories.recall.semantic import (
     background,
 )
 from memories.recall.timefilter import TimeQuery, TimeWindow, parse_time_query, reanchor
+from memories.vocabulary import Vocabulary
 from profiles.models import Tenant
 
 # Defaults of the recall policy's fusion, floor and time fields (a cached tenant document
@@ -140,6 +145,48 @@ class Asking:
         return [key for key, margin in nearest if answers(score, margin, self.language)]
 
 
+def start_early(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    session_id: str,
+    query: str,
+    project: str,
+    task_id: str,
+    policy: dict[str, Any],
+    vocabulary: Vocabulary,
+    forced_layers: Collection[str],
+    has_history: bool,
+    has_cards: bool,
+) -> MemorySearch | None:
+    """The searches of a question about the past, started before the runtime state is read;
+    None for a query the rules may answer from the profile or the task (its words name one),
+    or one without content terms: the first routing decides those, as it always did."""
+    ltm_on, history_on = _sources(forced_layers, has_history=has_history, has_cards=has_cards)
+    terms = content_terms(query)
+    if not (ltm_on or history_on) or not terms:
+        return None
+    words_only = build_query_profile(
+        query=query, vocabulary=vocabulary, runtime=RuntimeState(active_task_id=task_id)
+    )
+    if words_only.intent in Intent.TASK_INTENTS | Intent.PROFILE_INTENTS:
+        return None
+    search = _search(
+        tenant=tenant,
+        user_id=user_id,
+        session_id=session_id,
+        query=query,
+        project=project,
+        policy=policy,
+        ltm=ltm_on,
+        history=history_on,
+        related=related_words_of(terms, vocabulary),
+    )
+    search.start_lexical()
+    search.start_vector(ltm=True, history=True)
+    return search
+
+
 def start_asking(
     *,
     tenant: Tenant,
@@ -156,14 +203,16 @@ def start_asking(
     now: datetime | None = None,
     alternates: Alternates | None = None,
     related_words: Collection[str] = (),
+    early: MemorySearch | None = None,
 ) -> Asking:
+    """`early`: the searches `start_early` began for this query, taken over when it is asked
+    (they are left to finish unread when the rules answer it after all)."""
     profile.content_terms = content_terms(query)
     time_query = parse_time_query(query, now=now or datetime.now(UTC))
     profile.time = time_query.as_dict()
     floor = float(policy_value(policy, "relevance_floor"))
     depth = int(policy_value(policy, "history_depth"))
-    ltm_on = has_cards and (not forced_layers or "ltm" in forced_layers)
-    history_on = has_history and (not forced_layers or "history" in forced_layers)
+    ltm_on, history_on = _sources(forced_layers, has_history=has_history, has_cards=has_cards)
     if not (ltm_on or history_on) or not (profile.content_terms or decided.ltm or decided.history):
         return Asking(search=None, time_query=time_query, floor=floor, depth=depth)
     about_now = profile.intent in Intent.TASK_INTENTS | Intent.PROFILE_INTENTS
@@ -173,21 +222,16 @@ def start_asking(
         # earlier memory would put a long-term search on the path of every task step.
         profile.probe_skipped = True
         return Asking(search=None, time_query=time_query, floor=floor, depth=depth)
-    search = MemorySearch(
+    search = early or _search(
         tenant=tenant,
         user_id=user_id,
         session_id=session_id,
         query=query,
         project=project,
-        depth=depth,
-        fusion=Fusion(
-            lexical_weight=float(policy_value(policy, "fusion_lexical_weight")),
-            vector_weight=float(policy_value(policy, "fusion_vector_weight")),
-            rrf_k=int(policy_value(policy, "fusion_rrf_k")),
-        ),
+        policy=policy,
         ltm=ltm_on,
         history=history_on,
-        related_words=list(related_words),
+        related=list(related_words),
     )
     search.start_lexical()
     # The vector branches start at once too, before the lexical answer says whether they are
@@ -206,6 +250,45 @@ def start_asking(
         language=profile.language,
         names=frozenset(query_names(query, profile.entities)),
         world_named=bool(profile.matched.get("world_question")),
+    )
+
+
+def _sources(
+    forced_layers: Collection[str], *, has_history: bool, has_cards: bool
+) -> tuple[bool, bool]:
+    """Whether long-term memory and history can be asked at all (cards, switch, forced layers)."""
+    ltm_on = has_cards and (not forced_layers or "ltm" in forced_layers)
+    history_on = has_history and (not forced_layers or "history" in forced_layers)
+    return ltm_on, history_on
+
+
+def _search(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    session_id: str,
+    query: str,
+    project: str,
+    policy: dict[str, Any],
+    ltm: bool,
+    history: bool,
+    related: list[str],
+) -> MemorySearch:
+    return MemorySearch(
+        tenant=tenant,
+        user_id=user_id,
+        session_id=session_id,
+        query=query,
+        project=project,
+        depth=int(policy_value(policy, "history_depth")),
+        fusion=Fusion(
+            lexical_weight=float(policy_value(policy, "fusion_lexical_weight")),
+            vector_weight=float(policy_value(policy, "fusion_vector_weight")),
+            rrf_k=int(policy_value(policy, "fusion_rrf_k")),
+        ),
+        ltm=ltm,
+        history=history,
+        related_words=related,
     )
 
 

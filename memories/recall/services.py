@@ -26,6 +26,7 @@ from memories.recall.asking import (
     policy_value,
     settle_route,
     start_asking,
+    start_early,
 )
 from memories.recall.context import ContextBlocks, compose_blocks
 from memories.recall.layer1 import Layer1, layer1_read, user_document
@@ -108,6 +109,22 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     # 1. Layer 1 from the cache; the tenant document is needed for the word lists and policy.
     layer1 = layer1_read(tenant=tenant, user_id=request.user_id, trace=trace)
     policy = layer1.policy
+    has_history = layer1.owner is not None and bool(policy.get("history_enabled", True))
+    has_cards = _has_cards(tenant, request, trace)
+    # A question about the past starts its searches now, while Redis is read.
+    early = start_early(
+        tenant=tenant,
+        user_id=request.user_id,
+        session_id=request.session_id,
+        query=request.query,
+        project=request.project,
+        task_id=request.task_id,
+        policy=policy,
+        vocabulary=layer1.vocabulary,
+        forced_layers=request.layers,
+        has_history=has_history,
+        has_cards=has_cards,
+    )
     # 2. Runtime state from Redis (ids and entities only), then the query profile and route.
     routed = route_first(
         layer1=layer1,
@@ -131,11 +148,18 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         decided=decided,
         policy=policy,
         forced_layers=request.layers,
-        has_history=layer1.owner is not None and bool(policy.get("history_enabled", True)),
-        has_cards=_has_cards(tenant, request, trace),
+        has_history=has_history,
+        has_cards=has_cards,
         alternates=routed.alternates,
         related_words=related_words(profile.content_terms, layer1.vocabulary),
+        early=early,
     )
+    if early is not None:
+        trace.notes.append(
+            "long-term memory and history: asked before the runtime state was read"
+            if asking.search is early
+            else "long-term memory and history: asked early, then left unread (the rules answer)"
+        )
     blocks = _blocks(tenant, request, layer1, decided, trace)
     close = route_by_meaning(
         routed=routed, owner=layer1.owner, asking=asking, forced_layers=request.layers, trace=trace
