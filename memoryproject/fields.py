@@ -39,7 +39,8 @@ class StrictSerializer(serializers.Serializer):
             value = super().to_internal_value(data)
         except serializers.ValidationError as exc:
             if unknown and isinstance(exc.detail, dict):
-                raise serializers.ValidationError({**exc.detail, **unknown}) from None
+                merged: dict[Any, Any] = {**exc.detail, **unknown}
+                raise serializers.ValidationError(merged) from None
             raise
         if unknown:
             raise serializers.ValidationError(unknown)
