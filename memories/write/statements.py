@@ -21,8 +21,26 @@ MAX_LEADS = 4
 MIN_FACT_WEIGHT = 5
 REMEMBERED_CONFIDENCE = 0.8
 LEAD_PUNCTUATION = " \t,，:：;；-—~～"
+# The reason of a sentence no word list or pattern read: the one left to read by meaning.
+NOTHING_FOUND = "states nothing about the user, their world or their work"
+# What a sentence read by meaning must weigh: "别用表格" (4) says enough, "ok then" does not.
+MIN_MEANING_WEIGHT = 4
 
 SENTENCE_END = re.compile(r"[。！？；\n]+|[.!?;]+(?=\s|$)")
+# The word a full stop follows, dots inside it included ("e.g", "U.S").
+ABBREVIATED_WORD = re.compile(r"(?<![\w.])[A-Za-z](?:[A-Za-z]*|(?:\.[A-Za-z])+)$")
+# Short forms a full stop never ends a sentence after: titles before a name, "e.g.", "vs.".
+NEVER_ENDING = frozenset(
+    {"mr", "mrs", "ms", "dr", "st", "prof", "sr", "jr", "mt", "ft", "gen", "rev", "hon", "capt",
+     "e.g", "i.e", "vs", "cf", "viz"}
+)  # fmt: skip
+# Short forms a sentence may end with: the stop ends nothing when a lower-case word or a
+# number follows ("No. 5", "approx. 3 hours", "etc. and more").
+SHORT_FORMS = frozenset(
+    {"no", "etc", "inc", "ltd", "co", "corp", "approx", "fig", "ave", "dept", "est",
+     "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+     "vol", "ch", "sec", "pp", "min", "max", "ca"}
+)  # fmt: skip
 LATIN_WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
 CJK_CHAR = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 CJK_END = re.compile(r"[\u3400-\u9fff\uf900-\ufaff。！？；]$")
@@ -55,14 +73,34 @@ class Reading:
 
 
 def sentences_with_ends(text: str) -> list[tuple[str, str]]:
-    """Each sentence of `text` (stripped) with the punctuation that ended it."""
+    """Each sentence of `text` (stripped) with the punctuation that ended it.
+
+    A full stop after an abbreviation ("St. Mary's", "Dr. Patel", "e.g. pnpm", "No. 5") or an
+    initial ends no sentence, so a value that holds one is kept whole.
+    """
     found = []
     start = 0
     for match in SENTENCE_END.finditer(text):
+        if match.group(0) == "." and _abbreviation_ends(text, match.start(), match.end()):
+            continue
         found.append((text[start : match.start()].strip(), match.group(0)))
         start = match.end()
     found.append((text[start:].strip(), ""))
     return [(sentence, end) for sentence, end in found if sentence]
+
+
+def _abbreviation_ends(text: str, stop: int, after: int) -> bool:
+    """Whether the full stop at `stop` closes an abbreviation or an initial rather than a
+    sentence: a title before a name, or a short form before a lower-case word or a number."""
+    word = ABBREVIATED_WORD.search(text, 0, stop)
+    following = text[after:].lstrip()
+    if word is None or not following:
+        return False
+    name = word.group(0)
+    if name.lower() in NEVER_ENDING or (len(name) == 1 and name.isupper()):
+        return True
+    continues = following[0].islower() or following[0].isdigit() or following[0] in "(（"
+    return continues and (name.lower() in SHORT_FORMS or len(name) == 1 or "." in name)
 
 
 def clauses_of(sentence: str, vocabulary: Vocabulary) -> list[str]:
@@ -266,7 +304,7 @@ def _read(text: str, vocabulary: Vocabulary, *, end: str, hedged: bool, by_user:
     if conclusion:
         # A finding of the task at hand that states no fact of the user's world.
         return Reading(Kind.CONCLUSION, f"states a finding ({conclusion})", text)
-    return Reading(Kind.NONE, "states nothing about the user, their world or their work", text)
+    return Reading(Kind.NONE, NOTHING_FOUND, text)
 
 
 def _constraint(text: str, stripped: str, vocabulary: Vocabulary) -> str:
