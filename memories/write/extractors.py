@@ -10,11 +10,15 @@ from typing import Any, Protocol
 from memories.stm.items import MemoryType
 from memories.vocabulary import Vocabulary
 from memories.write.candidates import Candidate, SourceKind
+from memories.write.meaning import NOTHING, sentence_kinds
 from memories.write.statements import (
     KIND_CONFIDENCE,
+    MIN_MEANING_WEIGHT,
+    NOTHING_FOUND,
     REMEMBERED_CONFIDENCE,
     Kind,
     Reading,
+    keyed_value,
     read_clauses,
     sentences_with_ends,
     weight_of,
@@ -107,6 +111,8 @@ TOOL_CONFIDENCE = 0.9
 WORKING_KINDS = frozenset({Kind.EXCLUSION, Kind.CONCLUSION})
 REMEMBER_IMPORTANCE = 0.9
 EXCLUDED_VALUE = "excluded"
+# What the statement probe may read a fact of the word lists as instead.
+RE_KINDABLE = frozenset({Kind.PREFERENCE, Kind.DECISION})
 
 
 @dataclass
@@ -180,16 +186,20 @@ class RuleExtractor:
         """One candidate at most per clause of a conversational message, and the message's
         bare request to remember (one that names nothing itself) as said, or ''."""
         vocabulary = context.vocabulary
+        read: list[tuple[str, Reading]] = []
+        for sentence, end in split_sentences_with_ends(_text(event.get("content"))):
+            read += read_clauses(sentence, vocabulary, end=end, by_user=by_user)
+        if by_user:
+            read = _read_by_meaning(read, vocabulary)
         found = []
         bare_request = ""
-        for sentence, end in split_sentences_with_ends(_text(event.get("content"))):
-            for clause, reading in read_clauses(sentence, vocabulary, end=end, by_user=by_user):
-                if reading.kind:
-                    found.append(_sentence_candidate(clause, reading, event, context))
-                elif reading.remember and _is_bare_remember(reading.text, vocabulary):
-                    bare_request = bare_request or reading.request or clause
-                elif reading.remember and not _is_filler(reading.text, vocabulary):
-                    found.append(_remembered_fact(event, clause, event, context, reading))
+        for clause, reading in read:
+            if reading.kind:
+                found.append(_sentence_candidate(clause, reading, event, context))
+            elif reading.remember and _is_bare_remember(reading.text, vocabulary):
+                bare_request = bare_request or reading.request or clause
+            elif reading.remember and not _is_filler(reading.text, vocabulary):
+                found.append(_remembered_fact(event, clause, event, context, reading))
         return found, bare_request
 
     def _tool(self, event: Mapping[str, Any], context: ExtractionContext) -> Candidate | None:
@@ -280,6 +290,60 @@ class RuleExtractor:
             fact_value=fact_value,
             verified=True,
         )
+
+
+def _read_by_meaning(
+    read: list[tuple[str, Reading]], vocabulary: Vocabulary
+) -> list[tuple[str, Reading]]:
+    """The readings with the user's clauses read by meaning too (the statement probe,
+    `meaning.py`): one no word list read (and that says enough) states what the probe reads;
+    an unkeyed fact the probe reads as a preference or a decision ("I'd rather see metric
+    units", "We're going with Stripe") is one."""
+    chosen = [
+        index
+        for index, (_, reading) in enumerate(read)
+        if _unread(reading, vocabulary) or (reading.kind == Kind.FACT and not reading.key)
+    ]
+    if not chosen:
+        return read
+    kinds = sentence_kinds([read[index][1].text for index in chosen])
+    read = list(read)
+    for index, (kind, probability) in zip(chosen, kinds, strict=True):
+        clause, reading = read[index]
+        if kind == NOTHING or kind == reading.kind:
+            continue
+        if reading.kind and kind not in RE_KINDABLE:
+            continue
+        if kind == Kind.CONSTRAINT and _not_for_the_assistant(reading.text, vocabulary):
+            continue
+        key, value = keyed_value(reading.text, vocabulary)
+        if key.startswith("preference.") != (kind == Kind.PREFERENCE):
+            key, value = "", ""
+        why = f"reads as a {kind} by meaning ({probability:.2f})"
+        read[index] = (clause, replace(reading, kind=kind, reason=why, key=key, value=value))
+    return read
+
+
+def _not_for_the_assistant(text: str, vocabulary: Vocabulary) -> bool:
+    """Whether an imperative is advice to the person spoken to, or no instruction at all, as
+    the word lists read it ("Never sign a lease without seeing the place first")."""
+    stripped = without_leads(text, vocabulary)
+    return any(
+        vocabulary.matches(kind, part)
+        for kind in ("advice", "not_instruction")
+        for part in (text, stripped)
+    )
+
+
+def _unread(reading: Reading, vocabulary: Vocabulary) -> bool:
+    """Whether no word list read the clause, though it says enough to state something."""
+    return (
+        not reading.kind
+        and reading.reason == NOTHING_FOUND
+        and not reading.remember
+        and weight_of(reading.text) >= MIN_MEANING_WEIGHT
+        and not vocabulary.matches("not_fact", without_leads(reading.text, vocabulary))
+    )
 
 
 def split_sentences(text: str) -> list[str]:

@@ -88,8 +88,12 @@ def test_tenant_extended_vocabulary_adds_constraint_word_and_entity() -> None:
     assert found.subtype == "user_constraint"
     assert found.verified is True
     assert found.entities == ("订单中心",)
-    # the defaults alone know neither the word nor the entity
-    assert extract(event(1, "user", "严禁改动订单中心的表")) == []
+    assert found.detail["reason"].startswith("an instruction")
+    # the defaults' word lists know neither the word nor the entity: only its meaning reads
+    # it as an instruction
+    (by_meaning,) = extract(event(1, "user", "严禁改动订单中心的表"))
+    assert by_meaning.detail["reason"].startswith("reads as a constraint by meaning")
+    assert by_meaning.entities == ()
 
 
 # --- decisions -----------------------------------------------------------------------------
