@@ -45,6 +45,7 @@ def stm_base(owner: Owner) -> str:
     {base}:fp               hash fingerprint -> id
     {base}:ck               hash canonical fact key -> id
     {base}:vec              hash id -> the item's embedding (float16 bytes), set by the worker
+    {base}:replaced         hash transcript event id -> the item that replaced its statement
     """
     return f"{_prefix()}:stm:{{{owner.tag}}}"
 

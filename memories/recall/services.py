@@ -51,7 +51,7 @@ from memories.recall.routing import LAYERS, Route
 from memories.recall.standing import standing_rules
 from memories.recall.task_record import task_record_candidates, task_record_query
 from memories.recall.trace import Trace, explain, why
-from memories.stm.store import now_seconds
+from memories.stm.store import now_seconds, recall_stm_store
 from memoryproject.errors import Invalid, StoreUnavailable
 from memoryproject.metrics import observe_recall
 from memoryproject.redaction import redact_text
@@ -170,6 +170,7 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         tenant, request, asking, profile, decided, policy, trace
     )
     history_candidates += _task_record(tenant, request, layer1, routed, stm_candidates, trace)
+    history_candidates = _not_replaced(history_candidates, layer1.owner, trace)
     # 4. One pool: de-duplicate, apply domain authority, re-score, keep the top k.
     pooled = [*stm_candidates, *ltm_candidates, *history_candidates]
     if request.user_stated_only:
@@ -373,6 +374,33 @@ def _memory_candidates(
         float(policy_value(policy, "time_boost")),
     )
     return ltm_candidates, history_candidates
+
+
+def _not_replaced(
+    candidates: list[MemoryCandidate], owner: Owner | None, trace: Trace
+) -> list[MemoryCandidate]:
+    """History entries whose statement a later one of the user replaced are left out: what was
+    said is kept, but it is no longer current (the replacing item is what recall injects)."""
+    event_ids = [str(e) for c in candidates for e in c.provenance.get("event_ids", [])]
+    if owner is None or not event_ids or "redis" in trace.degraded:
+        return candidates
+    started = time.perf_counter()
+    try:
+        replaced = recall_stm_store().replacing(owner=owner, event_ids=event_ids)
+    except StoreUnavailable as exc:
+        trace.fail("redis", why(exc))
+        return candidates
+    finally:
+        trace.timed("redis", started)
+    kept = []
+    for candidate in candidates:
+        events = candidate.provenance.get("event_ids", [])
+        by = next((replaced[e] for e in events if e in replaced), "")
+        if by:
+            trace.dropped.append(Dropped(candidate.memory_id, "history", f"replaced by {by}"))
+        else:
+            kept.append(candidate)
+    return kept
 
 
 def _user_stated(candidates: list[MemoryCandidate], trace: Trace) -> list[MemoryCandidate]:

@@ -44,7 +44,8 @@ def index_problems(client: Any, owner: Owner) -> list[str]:
             expect(keys.stm_index(owner, "entity", entity), item.id)
 
     problems = []
-    index_keys = {k for k in all_keys if ":item:" not in k and not k.endswith((":fp", ":ck"))}
+    lookups = (":fp", ":ck", ":replaced")
+    index_keys = {k for k in all_keys if ":item:" not in k and not k.endswith(lookups)}
     for key in sorted(index_keys | set(expected)):
         members = {_text(m) for m in client.zrange(key, 0, -1)}
         if members != expected.get(key, set()):

@@ -404,6 +404,19 @@ class RedisShortTermStore:
         ids = [item_id for item_id, _ in self.ids_by_index(owner=owner, limit=limit)]
         return self.get_many(owner=owner, item_ids=ids)
 
+    def replacing(self, *, owner: Owner, event_ids: Sequence[str]) -> dict[str, str]:
+        """The item that replaced the statement of each of these transcript events, where a
+        later statement replaced it: {event id: item id}."""
+        if not event_ids:
+            return {}
+        ids = list(dict.fromkeys(event_ids))
+        try:
+            found = self._client.hmget(keys.stm_index(owner, "replaced"), ids)
+        except RedisError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+        pairs = zip(ids, found, strict=True)
+        return {event_id: _text(item_id) for event_id, item_id in pairs if item_id}
+
     def reflection_mark(self, *, owner: Owner) -> float:
         try:
             value = self._client.get(keys.reflection_mark(owner))

@@ -19,11 +19,14 @@ from memories.write.models import VerificationRequest
 from memories.write.policy import Decision, ExistingState, PolicySettings, decide
 from memories.write.redaction import RedactedCandidate
 from memories.write.statements import proposal_read
+from memories.write.supersede import REPLACEABLE_TYPES, replaced_statement
 from memories.write.trust import confidence_ceiling, hold_reason, trust_of
 from memoryproject.quarantine import Finding
 from memoryproject.redis_keys import Owner
 
 NEARBY_ITEMS = 20
+# The newest live statements of each replaceable type a new statement is compared with.
+LIVE_STATEMENTS = 100
 
 
 def fingerprint_of(candidate: Candidate) -> str:
@@ -69,6 +72,7 @@ def decide_all(
 ) -> Decided:
     decided: Decided = []
     seen_in_batch: set[tuple[str, str]] = set()
+    statements = _LiveStatements()
     for index, redaction in enumerate(redacted_all):
         candidate, redacted = redaction.candidate, redaction.kinds
         candidate = proposal_read(candidate, vocabulary)  # judged as the same words in a transcript
@@ -106,6 +110,12 @@ def decide_all(
             item = _item_for(
                 candidate, owner=owner, fp=fingerprint, decision=decision, now=now, trust=trust
             )
+            if not (existing.same_fact or existing.updates_fact):
+                earlier = statements.of(store, owner, now)
+                replaced = replaced_statement(item, earlier, vocabulary)
+                if replaced is not None:
+                    item.supersedes = replaced.id
+                earlier.insert(0, item)  # a later candidate of the batch may replace it
         decided.append(
             _Decided(
                 decision,
@@ -130,6 +140,24 @@ def _rejected_before(owner: Owner, fingerprint: str) -> bool:
         fingerprint=fingerprint,
         status=VerificationRequest.Status.REJECTED,
     ).exists()
+
+
+class _LiveStatements:
+    """Each user's live statements that a new one may replace, read once per batch."""
+
+    def __init__(self) -> None:
+        self._by_owner: dict[Owner, list[StmItem]] = {}
+
+    def of(self, store: RedisShortTermStore, owner: Owner, now: float) -> list[StmItem]:
+        if owner not in self._by_owner:
+            heads = store.index_heads(
+                owner=owner,
+                indexes=[("type", kind, LIVE_STATEMENTS) for kind in sorted(REPLACEABLE_TYPES)],
+            )
+            ids = [item_id for rows in heads for item_id, _ in rows]
+            items = [i for i in store.get_many(owner=owner, item_ids=ids) if i.is_live(now)]
+            self._by_owner[owner] = sorted(items, key=lambda i: -i.updated_at)
+        return self._by_owner[owner]
 
 
 def _existing_state(

@@ -18,6 +18,27 @@ local function flat(item)
   return out
 end
 
+-- The transcript events a replaced statement was made of point at what replaced it, so
+-- recall does not inject them as current.
+local function record_replaced(old, new_id)
+  local source = cjson.decode(old.source)
+  for _, message_id in ipairs(source.message_ids or {}) do
+    redis.call('HSET', key('replaced'), message_id, new_id)
+  end
+end
+
+local function supersede(existing, new, new_lists)
+  local previous = flat(existing)
+  unindex(existing, true)  -- stays readable by id until it expires
+  redis.call('HSET', key('item', existing.id),
+    'status', 'superseded', 'superseded_by', new.id, 'updated_at', ARGV[1])
+  record_replaced(existing, new.id)
+  new.supersedes = existing.id
+  save(new)
+  index(new, new_lists)
+  return {'superseded', new.id, 1, existing.id, new.expires_at, previous}
+end
+
 local function upsert_one(new)
   local new_lists = new._lists
   new._lists = nil
@@ -37,6 +58,15 @@ local function upsert_one(new)
   end
 
   if not existing then
+    -- A statement the write policy found it replaces (`memories/write/supersede.py`), if it
+    -- is still live: else a plain insert.
+    if (new.supersedes or '') ~= '' then
+      local replaced = load(new.supersedes)
+      if replaced and replaced.status == 'active' and tonumber(replaced.expires_at) > now then
+        return supersede(replaced, new, new_lists)
+      end
+      new.supersedes = ''
+    end
     save(new)
     index(new, new_lists)
     return {'inserted', new.id, 1, '', new.expires_at}
@@ -45,13 +75,7 @@ local function upsert_one(new)
   local previous = flat(existing)
   if matched_by == 'canonical' and new.fact_value ~= '' and existing.fact_value ~= ''
       and new.fact_value ~= existing.fact_value then
-    unindex(existing, true)  -- stays readable by id until it expires
-    redis.call('HSET', key('item', existing.id),
-      'status', 'superseded', 'superseded_by', new.id, 'updated_at', ARGV[1])
-    new.supersedes = existing.id
-    save(new)
-    index(new, new_lists)
-    return {'superseded', new.id, 1, existing.id, new.expires_at, previous}
+    return supersede(existing, new, new_lists)
   end
 
   local old_source, new_source = cjson.decode(existing.source), cjson.decode(new.source)
