@@ -434,7 +434,9 @@ def memory_candidates(
         left_out.append((fused.key, source, why))
         return False
 
-    ltm = [ltm_candidate(f.hit) for f in found.ltm[: asking.depth] if keep("ltm", f)]
+    ltm = [
+        ltm_candidate(f.hit, cosine=f.cosine) for f in found.ltm[: asking.depth] if keep("ltm", f)
+    ]
     history = [history_candidate(f) for f in found.history[: asking.depth] if keep("history", f)]
     return ltm, history, left_out
 

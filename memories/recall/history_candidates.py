@@ -47,6 +47,7 @@ def history_candidate(fused: FusedHit) -> MemoryCandidate:
         # What the user said is theirs; an assistant's turn or a tool's digest is data.
         source_kind=hit.role if hit.role in ("user", "tool") else "assistant",
         trust=Trust.TRUSTED if hit.role == "user" else Trust.UNTRUSTED,
+        cosine=fused.cosine,
     )
 
 

@@ -25,6 +25,8 @@ HISTORY_CONTAINMENT = 0.8  # share of a memory's trigrams a history text holds t
 MIN_ECHO_CHARS = 12  # a memory this short ("ok", a name) is no quotation of it
 CARD_TEXT_CHARS = 600  # a card's text in the injection before any shortening
 CLOSE_IN_MEANING = 0.75  # the word overlap a short-term item close in meaning counts as
+# The cosine a card's closeness to the query is measured above (`card_closeness`).
+CARD_COSINE_FLOOR = 0.75
 
 # Short-term memory types map onto the design's Redis-owned domains.
 _STM_TYPE_DOMAINS = {
@@ -48,6 +50,7 @@ class Weights:
     importance: float = 0.25
     confidence: float = 0.05
     decay_per_hour: float = 0.03
+    card_cosine_floor: float = CARD_COSINE_FLOOR
 
 
 @dataclass
@@ -73,6 +76,7 @@ class MemoryCandidate:
     provenance: dict[str, Any] = field(default_factory=dict)
     derived_from: list[str] = field(default_factory=list)  # short-term ids a card came from
     weight: float = 1.0  # a card's forgetting weight; short-term items keep 1
+    cosine: float = 0.0  # the query's cosine to it, where a vector branch found it (else 0)
     relevance: float = 0.0
     score: float = 0.0
     parts: dict[str, float] = field(default_factory=dict)
@@ -183,7 +187,7 @@ def stm_candidate(
     )
 
 
-def ltm_candidate(hit: LtmHit) -> MemoryCandidate:
+def ltm_candidate(hit: LtmHit, *, cosine: float = 0.0) -> MemoryCandidate:
     card = hit.card
     summary = card.get("summary") or card.get("title") or ""
     content = card.get("content") or ""
@@ -219,6 +223,7 @@ def ltm_candidate(hit: LtmHit) -> MemoryCandidate:
         derived_from=[r.split(":", 1)[1] for r in refs if r.startswith("stm_item_ids:")],
         source_kind=source_kind,
         trust=Trust.TRUSTED if source_kind == "reviewer" else Trust.UNTRUSTED,
+        cosine=cosine,
     )
 
 
@@ -327,11 +332,14 @@ def _same_as_memory(
     by_event: dict[str, MemoryCandidate],
     kept: list[tuple[str, MemoryCandidate]],
 ) -> tuple[MemoryCandidate | None, str]:
-    """The short-term item or card a history hit says the same as: one made from the same
-    event, or one whose words the event's text contains (or nearly: most of its trigrams)."""
+    """The short-term item or card a history hit says the same as: a card made from the same
+    event, a short-term item made from it that holds all of it (a sentence of a longer turn
+    does not: the turn says more), or one whose words the event's text contains (or nearly:
+    most of its trigrams)."""
     for event_id in candidate.provenance.get("event_ids", []):
-        if event_id in by_event:
-            return by_event[event_id], "same_event"
+        twin = by_event.get(event_id)
+        if twin is not None and (twin.source == "ltm" or _holds(normalise_fact(twin.core), normal)):
+            return twin, "same_event"
     mine: frozenset[str] | None = None
     for theirs, other in kept:
         if other.source == "history" or not theirs:
@@ -344,6 +352,14 @@ def _same_as_memory(
         if their_shingles and shared / len(their_shingles) >= HISTORY_CONTAINMENT:
             return other, "said_in_history"
     return None, ""
+
+
+def _holds(theirs: str, normal: str) -> bool:
+    """Whether the text `theirs` holds all of `normal` (or nearly: most of its trigrams)."""
+    if normal in theirs:
+        return True
+    mine = _shingles(normal)
+    return bool(mine) and len(mine & _shingles(theirs)) >= HISTORY_CONTAINMENT * len(mine)
 
 
 def apply_authority(
@@ -373,14 +389,27 @@ def apply_authority(
 def rescore(candidates: list[MemoryCandidate], *, weights: Weights, now: float) -> None:
     """final = (α·recency + β·relevance + γ·importance + δ·confidence) × weight, with relevance
     scaled so each source's best is 1 (raw scores of different layers are not comparable) and
-    weight the card's forgetting weight (1 for short-term items)."""
+    weight the card's forgetting weight (1 for short-term items).
+
+    A card is as recent as what it remembers (`occurred_at`), not as its approval, and being a
+    card adds trust, not relevance: its relevance is also held to how close it is to the query
+    beside the history entry closest to it (`card_closeness`), so the best of a few loosely
+    related cards does not count as much as the turn that answers."""
     best: dict[str, float] = {}
     for candidate in candidates:
         best[candidate.source] = max(best.get(candidate.source, 0.0), candidate.raw_relevance)
+    closest_history = max((c.cosine for c in candidates if c.source == "history"), default=0.0)
     for candidate in candidates:
         top = best[candidate.source]
         candidate.relevance = candidate.raw_relevance / top if top > 0 else 0.0
-        age_hours = max(0.0, now - candidate.updated_at) / 3600 if candidate.updated_at else 1e6
+        if candidate.source == "ltm":
+            candidate.relevance *= card_closeness(
+                candidate.cosine, closest_history, floor=weights.card_cosine_floor
+            )
+        when = candidate.updated_at
+        if candidate.source == "ltm" and candidate.occurred_at:
+            when = candidate.occurred_at
+        age_hours = max(0.0, now - when) / 3600 if when else 1e6
         parts = {
             "recency": weights.recency * math.exp(-weights.decay_per_hour * age_hours),
             "relevance": weights.relevance * candidate.relevance,
@@ -390,6 +419,15 @@ def rescore(candidates: list[MemoryCandidate], *, weights: Weights, now: float) 
         candidate.parts = {name: round(value, 4) for name, value in parts.items()}
         candidate.score = round(sum(parts.values()) * candidate.weight, 4)
     candidates.sort(key=lambda c: (-c.score, -c.source_priority, c.memory_id))
+
+
+def card_closeness(cosine: float, closest_history: float, *, floor: float) -> float:
+    """How close a card is to the query as a share of the closest history entry's closeness,
+    both measured above `floor` (the cosine of unrelated text); 1 when no history entry was
+    found by meaning or the card is at least as close, and when the card's own is unknown."""
+    if closest_history <= floor or cosine <= 0 or cosine >= closest_history:
+        return 1.0
+    return max(0.0, cosine - floor) / (closest_history - floor)
 
 
 def _key_domain(key: str) -> str:

@@ -9,11 +9,13 @@ made in `memories.review.promotion_scan`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from memories.audit.services import (
     Action,
@@ -153,7 +155,20 @@ def _card_input(request: PromotionRequest, proposal: dict[str, Any]) -> CardInpu
         },
         importance=float(proposal.get("importance", 0.5)),
         confidence=float(proposal.get("confidence", request.confidence)),
+        occurred_at=_said_at(evidence),
     )
+
+
+def _said_at(evidence: Mapping[str, Any]) -> datetime | None:
+    """When what the card remembers was said (the latest of its evidence), where known: a card
+    is as recent as what it was made from, not as its approval."""
+    try:
+        said = parse_datetime(str(evidence.get("said_at") or ""))
+    except ValueError:
+        return None
+    if said is not None and timezone.is_naive(said):
+        said = timezone.make_aware(said, UTC)
+    return said
 
 
 def _decide(

@@ -171,6 +171,7 @@ def _evidence_for(item: StmItem, check: TriggerCheck, now: float) -> dict[str, A
         "hits": item.hit_count,
         "recalls": item.recall_count,
         "age_hours": round((now - item.created_at) / 3600, 2),
+        **({"said_at": str(item.detail["said_at"])} if item.detail.get("said_at") else {}),
         "item": {
             "summary": item.summary,
             "memory_type": item.memory_type,

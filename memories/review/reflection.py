@@ -141,6 +141,11 @@ def reflection_run(
     return ScanResult(examined=examined, proposed=proposed, next_cursor=next_cursor)
 
 
+def _said_times(group: Sequence[StmItem]) -> list[str]:
+    """When each episode was said (ISO 8601, so the latest sorts last), where known."""
+    return [str(item.detail["said_at"]) for item in group if item.detail.get("said_at")]
+
+
 def _propose(
     tenant: Tenant, group: Sequence[StmItem], policy: PromotionPolicy
 ) -> PromotionRequest | None:
@@ -197,6 +202,7 @@ def _propose(
                 )
             },
             "items": [{"id": i.id, "summary": i.summary, "task_id": i.task_id} for i in group],
+            **({"said_at": max(said)} if (said := _said_times(group)) else {}),
         },
         existing=similar_cards(
             tenant=tenant, end_user=end_user, text=pattern.summary, k=policy.similar_cards

@@ -385,6 +385,7 @@ def _sentence_candidate(
     # as said and its remember request stay in the detail.
     summary = reading.text if reading.request and reading.text else sentence
     detail: dict[str, Any] = {"text": sentence, "kind": kind.name, "reason": reading.reason}
+    detail.update(_said_at(event))
     if reading.request:
         detail["request"] = reading.request
     if reading.hedged:
@@ -428,6 +429,7 @@ def _remembered_fact(
     hedged = context.vocabulary.matches("hedge", text)
     reason = "asked to remember" + (f": {reading.reason}" if reading else " the message before")
     detail: dict[str, Any] = {"text": said, "kind": "remember", "reason": reason}
+    detail.update(_said_at(source))
     if asked := (reading.request if reading is not None else phrase):
         detail["request"] = asked
     return Candidate(
@@ -489,6 +491,12 @@ def _is_filler(rest: str, vocabulary: Vocabulary) -> bool:
     ("And remember, I'm always here for you"), which is no fact to keep."""
     stripped = without_leads(rest, vocabulary)
     return vocabulary.matches("not_fact", stripped) or vocabulary.matches("question", stripped)
+
+
+def _said_at(event: Mapping[str, Any]) -> dict[str, str]:
+    """When the event was said, for the detail of what it gives: a card promoted from the item
+    is as recent as what it was made from, not as its promotion."""
+    return {"said_at": str(event["created_at"])} if event.get("created_at") else {}
 
 
 def _in_order(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

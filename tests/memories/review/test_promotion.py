@@ -328,3 +328,19 @@ def test_a_tenants_scan_reads_past_a_page_of_other_tenants_users(
     found = promotion_scan(tenant=tenant, now=NOW, owners=50)
 
     assert found.examined == 1 and found.proposed == 1
+
+
+@pytest.mark.django_db
+def test_a_promoted_card_is_as_recent_as_what_it_was_made_from(tenant, end_user, reviewer) -> None:
+    said = "2024-03-05T10:00:00+00:00"
+    stm_store().upsert(
+        items=[item(end_user, fingerprint="fpS", hit_count=4, detail={"said_at": said})], now=NOW
+    )
+    scan(tenant)
+    request = PromotionRequest.objects.get(tenant=tenant)
+    assert request.evidence["said_at"] == said
+
+    approved = promotion_approve(request=request, reviewer=reviewer, reason="general lesson")
+
+    card = LtmCard.objects.get(memory_id=approved.result_ref)
+    assert card.occurred_at is not None and card.occurred_at.isoformat() == said

@@ -59,6 +59,7 @@ def test_chinese_constraint_wins_over_preference() -> None:
         "text": "以后都必须先给结论",
         "kind": "constraint",
         "reason": "an instruction starting with 必须",
+        "said_at": "2025-01-01T00:00:00Z",  # the event's time: what a promoted card dates by
     }
     assert found.source_kind == SourceKind.USER
     assert found.message_ids == ("msg_1",)
@@ -672,3 +673,51 @@ def test_output_is_deterministic_and_follows_seq() -> None:
 
     assert first == extract(*events)
     assert [c.message_ids for c in first] == [("msg_1",), ("msg_2",), ("msg_3",)]
+
+
+# --- abbreviations and meaning ------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("I'm a nurse at St. Mary's.", "St. Mary's"),
+        ("My dentist is Dr. Patel.", "Dr. Patel"),
+        ("Our office is at No. 5 Main Street.", "No. 5 Main Street"),
+        ("The build server has only 3.5 GB of disk left.", "3.5 GB"),
+    ],
+)
+def test_an_abbreviation_or_a_decimal_stays_in_the_statement(text: str, kept: str) -> None:
+    found = only(event(1, "user", text))
+
+    assert kept in found.summary
+    assert found.summary == text.rstrip(".")
+
+
+def test_two_sentences_are_still_two() -> None:
+    assert split_sentences("Heads up. The office moved to Lisbon. I like it.") == [
+        "Heads up",
+        "The office moved to Lisbon",
+        "I like it",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("Rent is 1,450 euros a month, utilities not included.", MemoryType.FACT),
+        ("别用表格", MemoryType.CONSTRAINT),
+        ("I'd rather see metric units.", MemoryType.PREFERENCE),
+    ],
+)
+def test_what_no_word_list_reads_is_read_by_meaning(text: str, kind: str) -> None:
+    found = only(event(1, "user", text))
+
+    assert found.memory_type == kind
+    assert found.detail["reason"].startswith(f"reads as a {kind} by meaning")
+    assert found.source_kind == SourceKind.USER and found.verified is True
+
+
+def test_meaning_reads_no_rule_into_advice_a_question_or_an_assistant_turn() -> None:
+    assert extract(event(1, "user", "Make sure you stretch before your run, Sam!")) == []
+    assert extract(event(1, "user", "When you show code, do you use TypeScript?")) == []
+    # an assistant's turn is never read by meaning: its words are data, not the user's rules
+    assert extract(event(1, "assistant", "Rent is 1,450 euros a month.")) == []

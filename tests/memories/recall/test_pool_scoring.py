@@ -1,0 +1,55 @@
+"""The pool's score parts (`memories/recall/pool.py`): a card adds trust, not relevance, and is
+as recent as what it remembers."""
+
+from __future__ import annotations
+
+import time
+
+from memories.recall.pool import MemoryCandidate, Weights, card_closeness, rescore
+
+NOW = time.time()
+DAY = 86400.0
+
+
+def candidate(memory_id: str, source: str, **fields) -> MemoryCandidate:
+    values = {
+        "memory_id": memory_id,
+        "source": source,
+        "memory_type": "history" if source == "history" else "semantic_fact",
+        "domain": source,
+        "text": memory_id,
+        "summary": memory_id,
+        "core": memory_id,
+        "canonical_fact_key": "",
+        "fact_value": "",
+        "fingerprint": memory_id,
+        "entities": [],
+        "importance": 0.5,
+        "confidence": 0.8,
+        "updated_at": NOW,
+        "raw_relevance": 1.0,
+    }
+    values.update(fields)
+    return MemoryCandidate(**values)
+
+
+def test_a_loosely_related_card_does_not_outrank_the_turn_that_answers() -> None:
+    answer = candidate(
+        "turn", "history", updated_at=NOW - 400 * DAY, occurred_at=NOW - 400 * DAY, cosine=0.88
+    )
+    # the best of the cards by rank, made today from a turn of the same conversation
+    loose = candidate("card", "ltm", occurred_at=NOW - 400 * DAY, cosine=0.79, importance=0.6)
+    pool = [loose, answer]
+
+    rescore(pool, weights=Weights(), now=NOW)
+
+    assert [c.memory_id for c in pool] == ["turn", "card"]
+    assert loose.parts["recency"] < 0.01  # dated by what it remembers, not by its approval
+    assert loose.relevance < 0.5
+
+
+def test_a_card_as_close_as_the_turn_keeps_its_relevance() -> None:
+    assert card_closeness(0.9, 0.88, floor=0.75) == 1.0
+    assert card_closeness(0.0, 0.88, floor=0.75) == 1.0  # found by words only: unknown closeness
+    assert card_closeness(0.8, 0.88, floor=0.75) == (0.8 - 0.75) / (0.88 - 0.75)
+    assert card_closeness(0.7, 0.88, floor=0.75) == 0.0
