@@ -450,7 +450,7 @@ def remove_reviewer() -> None:
     get_user_model().objects.filter(username=f"{SERVICE.prefix}-reviewer").delete()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="conv-30 only, at most 60 questions")
     parser.add_argument("--conversations", default="", help="sample ids, comma-separated (all)")
@@ -462,7 +462,7 @@ def main() -> None:
     parser.add_argument(
         "--remove", action="store_true", help="remove what BENCH_LIFECYCLE_RUN's kept run wrote"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     django_setup(migrate=True, **SERVICE.env())
     if args.remove:
         remove_everything(SERVICE)
