@@ -181,6 +181,8 @@ def stm_candidate(
             "tool_call_ids": list(item.source.get("tool_call_ids", [])),
             "task_id": item.task_id,
             "sessions": item.sessions,
+            **({"supersedes": item.supersedes} if item.supersedes else {}),
+            **({"said_at": str(item.detail["said_at"])} if item.detail.get("said_at") else {}),
         },
         source_kind=item.source_kind,
         trust=item.trust,

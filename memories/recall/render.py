@@ -39,6 +39,7 @@ LABELS = {
         "said_proposal": "智能体提议",
         "said_llm": "模型提取",
         "said_import": "导入",
+        "changed": "自 {day} 起；取代此前的说法",
     },
     "en": {
         "profile": "User / environment profile:",
@@ -63,6 +64,7 @@ LABELS = {
         "said_proposal": "agent proposed",
         "said_llm": "model extracted",
         "said_import": "imported",
+        "changed": "since {day}; replaces an earlier statement",
     },
 }
 
@@ -237,6 +239,10 @@ def _line(candidate: MemoryCandidate, text: str, labels: dict[str, str]) -> str:
     if candidate.source != "redis" and candidate.occurred_at:
         day = datetime.fromtimestamp(candidate.occurred_at, tz=UTC).date().isoformat()
         return f"[{day}] {_one_line(text)}"
+    if candidate.provenance.get("supersedes") and candidate.provenance.get("said_at"):
+        # a fact that changed carries the date it changed on
+        day = str(candidate.provenance["said_at"])[:10]
+        return f"{_one_line(text)} ({labels['changed'].format(day=day)})"
     return _one_line(text)
 
 

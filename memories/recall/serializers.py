@@ -79,6 +79,12 @@ class RecallProvenanceOutputSerializer(OutputSerializer):
     sessions = serializers.ListField(
         child=serializers.CharField(), required=False, help_text="redis: sessions it was seen in"
     )
+    said_at = serializers.CharField(
+        required=False, help_text="redis: when the statement was said (ISO 8601), where known"
+    )
+    supersedes = serializers.CharField(
+        required=False, help_text="redis: the item of an earlier statement this one replaced"
+    )
     source_refs = serializers.ListField(
         child=serializers.CharField(), required=False, help_text="ltm: `kind:id` references"
     )

@@ -503,6 +503,8 @@ class RecallProvenance(TypedDict, total=False):
     tool_call_ids: list[str]  # redis
     task_id: str  # redis
     sessions: list[str]  # redis
+    said_at: str  # redis: when the statement was said (ISO 8601), where known
+    supersedes: str  # redis: the item of an earlier statement this one replaced
     source_refs: list[str]  # ltm
     lexical_rank: int | None  # ltm
     vector_rank: int | None  # ltm

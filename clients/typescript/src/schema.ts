@@ -1584,6 +1584,10 @@ export interface components {
             task_id?: string;
             /** @description redis: sessions it was seen in */
             sessions?: string[];
+            /** @description redis: when the statement was said (ISO 8601), where known */
+            said_at?: string;
+            /** @description redis: the item of an earlier statement this one replaced */
+            supersedes?: string;
             /** @description ltm: `kind:id` references */
             source_refs?: string[];
             /** @description ltm */

@@ -94,7 +94,7 @@ def test_a_changed_value_is_injected_alone(
     )
     body = response.json()
     assert response.status_code == 200, body
-    assert "3.12" in body["injection_text"]
+    assert "3.12 now (since 2026-11-01; replaces an earlier statement)" in body["injection_text"]
     assert "3.9" not in body["injection_text"], body["injection_text"]
     dropped = body["explain"]["dropped"]
     assert any(d["reason"] == f"replaced by {items['m-new'].id}" for d in dropped), dropped
