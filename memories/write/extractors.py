@@ -316,6 +316,10 @@ def _read_by_meaning(
             continue
         if kind == Kind.CONSTRAINT and _not_for_the_assistant(reading.text, vocabulary):
             continue
+        if kind == Kind.FACT and vocabulary.matches(
+            "not_fact", without_leads(reading.text, vocabulary)
+        ):
+            continue  # an opinion or a feeling is no fact (a liking may still be a preference)
         key, value = keyed_value(reading.text, vocabulary)
         if key.startswith("preference.") != (kind == Kind.PREFERENCE):
             key, value = "", ""
@@ -342,7 +346,6 @@ def _unread(reading: Reading, vocabulary: Vocabulary) -> bool:
         and reading.reason == NOTHING_FOUND
         and not reading.remember
         and weight_of(reading.text) >= MIN_MEANING_WEIGHT
-        and not vocabulary.matches("not_fact", without_leads(reading.text, vocabulary))
     )
 
 

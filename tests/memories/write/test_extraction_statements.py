@@ -40,6 +40,10 @@ def kept(tenant, user: str) -> list:
     return stm_items_for(tenant=tenant, user_id=user, limit=200).items
 
 
+def by_meaning(item) -> bool:
+    return str(item.detail.get("reason", "")).startswith("reads as a")
+
+
 def types_of(items: list) -> list[str]:
     found = {item.memory_type for item in items} & {"constraint", "preference", "fact", "decision"}
     return sorted(found | ({"remember"} if any(item.remember for item in items) else set()))
@@ -75,12 +79,23 @@ def test_labelled_sentences_give_their_types(
         for row_id in SAMPLE:
             say(owner, f"u-{row_id}", f"s-{row_id}", LABELLED_ROWS[row_id]["text"])
 
+    # The word lists give exactly the labelled types; reading by meaning may add one where
+    # they found nothing (benchmarks/extraction.py measures its precision), never lose one.
     wrong = {
-        row_id: (LABELLED_ROWS[row_id]["text"], types_of(kept(tenant, f"u-{row_id}")))
+        row_id: (LABELLED_ROWS[row_id]["text"], types_of(items))
         for row_id in SAMPLE
-        if types_of(kept(tenant, f"u-{row_id}")) != LABELLED_ROWS[row_id]["labels"]
+        if (items := kept(tenant, f"u-{row_id}"))
+        and (
+            types_of([i for i in items if not by_meaning(i)]) != LABELLED_ROWS[row_id]["labels"]
+            and types_of(items) != LABELLED_ROWS[row_id]["labels"]
+        )
     }
-    assert wrong == {}
+    missing = [
+        row_id
+        for row_id in SAMPLE
+        if LABELLED_ROWS[row_id]["labels"] and not kept(tenant, f"u-{row_id}")
+    ]
+    assert wrong == {} and missing == []
     keyed = [row_id for row_id in SAMPLE if LABELLED_ROWS[row_id].get("key")]
     assert keyed
     for row_id in keyed:
@@ -316,7 +331,7 @@ def test_a_recurring_fact_lives_until_it_can_be_proposed(
     start = now_seconds()
     clock = {"now": start}
     monkeypatch.setattr(services, "now_seconds", lambda: clock["now"])
-    sentence = "We moved to Lisbon in March."
+    sentence = "We adopted a rescue greyhound in March."  # no key: it lives by its hits
     # said in three sessions: at the start, five hours later and sixteen hours later
     for hours, session in ((0, "s_1"), (5, "s_2"), (16, "s_3")):
         clock["now"] = start + hours * HOUR
