@@ -77,6 +77,7 @@ class MemoryCandidate:
     derived_from: list[str] = field(default_factory=list)  # short-term ids a card came from
     weight: float = 1.0  # a card's forgetting weight; short-term items keep 1
     cosine: float = 0.0  # the query's cosine to it, where a vector branch found it (else 0)
+    said_at: float = 0.0  # a short-term item's: when its statement was last said (0: unknown)
     relevance: float = 0.0
     score: float = 0.0
     parts: dict[str, float] = field(default_factory=dict)
@@ -186,6 +187,7 @@ def stm_candidate(
         },
         source_kind=item.source_kind,
         trust=item.trust,
+        said_at=_timestamp(item.detail.get("said_at")),
     )
 
 
@@ -393,8 +395,9 @@ def rescore(candidates: list[MemoryCandidate], *, weights: Weights, now: float) 
     scaled so each source's best is 1 (raw scores of different layers are not comparable) and
     weight the card's forgetting weight (1 for short-term items).
 
-    A card is as recent as what it remembers (`occurred_at`), not as its approval, and being a
-    card adds trust, not relevance: its relevance is also held to how close it is to the query
+    A card is as recent as what it remembers (`occurred_at`), not as its approval, a short-term
+    item as its statement was said (`said_at`), not as its extraction; and being a card adds
+    trust, not relevance: its relevance is also held to how close it is to the query
     beside the history entry closest to it (`card_closeness`), so the best of a few loosely
     related cards does not count as much as the turn that answers."""
     best: dict[str, float] = {}
@@ -411,6 +414,8 @@ def rescore(candidates: list[MemoryCandidate], *, weights: Weights, now: float) 
         when = candidate.updated_at
         if candidate.source == "ltm" and candidate.occurred_at:
             when = candidate.occurred_at
+        elif candidate.said_at:
+            when = min(when, candidate.said_at)
         age_hours = max(0.0, now - when) / 3600 if when else 1e6
         parts = {
             "recency": weights.recency * math.exp(-weights.decay_per_hour * age_hours),

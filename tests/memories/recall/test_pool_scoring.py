@@ -53,3 +53,15 @@ def test_a_card_as_close_as_the_turn_keeps_its_relevance() -> None:
     assert card_closeness(0.0, 0.88, floor=0.75) == 1.0  # found by words only: unknown closeness
     assert card_closeness(0.8, 0.88, floor=0.75) == (0.8 - 0.75) / (0.88 - 0.75)
     assert card_closeness(0.7, 0.88, floor=0.75) == 0.0
+
+
+def test_a_short_term_item_is_as_recent_as_its_statement_was_said() -> None:
+    said_long_ago = candidate(
+        "item", "redis", memory_type="fact", said_at=NOW - 400 * DAY, raw_relevance=1.0
+    )
+    said_now = candidate("fresh", "redis", memory_type="fact", raw_relevance=1.0)
+
+    rescore([said_long_ago, said_now], weights=Weights(), now=NOW)
+
+    assert said_long_ago.parts["recency"] < 0.01  # extracted today from a turn of last year
+    assert said_now.parts["recency"] == Weights().recency
