@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from memories.recall.pool import MemoryCandidate, Weights, card_closeness, rescore
+from memories.recall.pool import MemoryCandidate, Weights, card_closeness, deduplicate, rescore
 
 NOW = time.time()
 DAY = 86400.0
@@ -65,3 +65,40 @@ def test_a_short_term_item_is_as_recent_as_its_statement_was_said() -> None:
 
     assert said_long_ago.parts["recency"] < 0.01  # extracted today from a turn of last year
     assert said_now.parts["recency"] == Weights().recency
+
+
+def test_a_users_turn_saying_more_than_an_item_is_no_duplicate_of_it() -> None:
+    item = candidate(
+        "item",
+        "redis",
+        memory_type="fact",
+        text="I upgraded my gym membership",
+        core="I upgraded my gym membership",
+        provenance={"message_ids": ["m-1"]},
+    )
+    turn = "I upgraded my gym membership; it's the Anytime 24/7 plan now."
+    said = candidate(
+        "said", "history", text=turn, core=turn, provenance={"event_ids": ["m-1"], "role": "user"}
+    )
+    echoed = candidate(
+        "echo",
+        "history",
+        text="Right: I upgraded my gym membership",
+        core="Right: I upgraded my gym membership",
+        provenance={"event_ids": ["m-2"], "role": "assistant"},
+    )
+    whole = candidate(
+        "whole",
+        "history",
+        text="I upgraded my gym membership.",
+        core="I upgraded my gym membership.",
+        provenance={"event_ids": ["m-3"], "role": "user"},
+    )
+
+    kept, dropped = deduplicate([item, said, echoed, whole])
+
+    assert [c.memory_id for c in kept] == ["item", "said"]
+    assert {d.memory_id: d.reason for d in dropped} == {
+        "echo": "duplicate of item (said_in_history)",
+        "whole": "duplicate of item (said_in_history)",
+    }
