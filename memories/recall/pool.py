@@ -336,20 +336,19 @@ def _same_as_memory(
     by_event: dict[str, MemoryCandidate],
     kept: list[tuple[str, MemoryCandidate]],
 ) -> tuple[MemoryCandidate | None, str]:
-    """The short-term item or card a history hit says the same as: a card made from the same
-    event or whose words the event's text contains (or nearly: most of its trigrams), a
-    short-term item whose words an assistant's or a tool's turn repeats, or one that holds all
-    of the user's turn. A sentence of a longer turn of the user's does not: the turn says more,
-    and the user's line is dropped as a duplicate only when what stays holds it."""
+    """The short-term item or card a history hit says the same as: one whose words an
+    assistant's or a tool's turn repeats, or one that holds all of the user's turn (made from
+    it or not). A sentence of a longer turn of the user's does not: the turn says more, and the
+    user's line is dropped as a duplicate only when what stays holds it."""
     for event_id in candidate.provenance.get("event_ids", []):
         twin = by_event.get(event_id)
-        if twin is not None and (twin.source == "ltm" or _holds(normalise_fact(twin.core), normal)):
+        if twin is not None and _holds(normalise_fact(twin.core), normal):
             return twin, "same_event"
     mine: frozenset[str] | None = None
     for theirs, other in kept:
         if other.source == "history" or not theirs:
             continue
-        if other.source == "redis" and not _spoken_by_agent(candidate):
+        if not _spoken_by_agent(candidate):
             # the user's own turn says more than a sentence of it: dropped only when held
             if _holds(theirs, normal):
                 return other, "said_in_history"
