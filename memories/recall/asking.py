@@ -434,8 +434,14 @@ def memory_candidates(
         left_out.append((fused.key, source, why))
         return False
 
+    # A card the vector branch did not return is no closer to the query than the farthest one
+    # it did: that bounds the closeness of a card found by its words alone.
+    by_meaning = [f.cosine for f in found.ltm if f.cosine > 0]
+    farthest = min(by_meaning) if by_meaning and "ltm.vector" not in found.failed else 0.0
     ltm = [
-        ltm_candidate(f.hit, cosine=f.cosine) for f in found.ltm[: asking.depth] if keep("ltm", f)
+        ltm_candidate(f.hit, cosine=f.cosine or farthest)
+        for f in found.ltm[: asking.depth]
+        if keep("ltm", f)
     ]
     history = [history_candidate(f) for f in found.history[: asking.depth] if keep("history", f)]
     return ltm, history, left_out

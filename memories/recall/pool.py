@@ -436,7 +436,8 @@ def rescore(candidates: list[MemoryCandidate], *, weights: Weights, now: float) 
 def card_closeness(cosine: float, closest_history: float, *, floor: float) -> float:
     """How close a card is to the query as a share of the closest history entry's closeness,
     both measured above `floor` (the cosine of unrelated text); 1 when no history entry was
-    found by meaning or the card is at least as close, and when the card's own is unknown."""
+    found by meaning or the card is at least as close, and when the card's own is unknown (a
+    card found by its words alone is given the farthest cosine its vector branch returned)."""
     if closest_history <= floor or cosine <= 0 or cosine >= closest_history:
         return 1.0
     return max(0.0, cosine - floor) / (closest_history - floor)
