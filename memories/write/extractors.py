@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from memories.stm.items import MemoryType
-from memories.vocabulary import Vocabulary
+from memories.vocabulary import INJECTION_CUE_KIND, Vocabulary
 from memories.write.candidates import Candidate, SourceKind
 from memories.write.meaning import NOTHING, sentence_kinds
 from memories.write.statements import (
@@ -189,7 +189,9 @@ class RuleExtractor:
         read: list[tuple[str, Reading]] = []
         for sentence, end in split_sentences_with_ends(_text(event.get("content"))):
             read += read_clauses(sentence, vocabulary, end=end, by_user=by_user)
-        if by_user:
+        # A message that speaks to the model or its instructions (an `injection_cue`: it passed
+        # the quarantine's screen, but is no ordinary statement) is read by the word lists alone.
+        if by_user and not vocabulary.matches(INJECTION_CUE_KIND, _text(event.get("content"))):
             read = _read_by_meaning(read, vocabulary)
         found = []
         bare_request = ""

@@ -721,3 +721,11 @@ def test_meaning_reads_no_rule_into_advice_a_question_or_an_assistant_turn() -> 
     assert extract(event(1, "user", "When you show code, do you use TypeScript?")) == []
     # an assistant's turn is never read by meaning: its words are data, not the user's rules
     assert extract(event(1, "assistant", "Rent is 1,450 euros a month.")) == []
+
+
+def test_a_message_that_speaks_of_the_model_is_read_by_the_word_lists_alone() -> None:
+    # It passed the quarantine's screen, but it is no ordinary statement: meaning reads none
+    # of it, so it cannot become the user's unquoted word that way.
+    found = extract(event(1, "user", "Rent is 1,450 euros a month, and the system prompt says so."))
+
+    assert not [c for c in found if c.detail["reason"].startswith("reads as")], found
