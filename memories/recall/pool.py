@@ -78,6 +78,7 @@ class MemoryCandidate:
     weight: float = 1.0  # a card's forgetting weight; short-term items keep 1
     cosine: float = 0.0  # the query's cosine to it, where a vector branch found it (else 0)
     said_at: float = 0.0  # a short-term item's: when its statement was last said (0: unknown)
+    read_by_meaning: bool = False  # a short-term item no word list read (`write/meaning.py`)
     relevance: float = 0.0
     score: float = 0.0
     parts: dict[str, float] = field(default_factory=dict)
@@ -188,6 +189,7 @@ def stm_candidate(
         source_kind=item.source_kind,
         trust=item.trust,
         said_at=_timestamp(item.detail.get("said_at")),
+        read_by_meaning=str(item.detail.get("reason", "")).startswith("reads as a"),
     )
 
 

@@ -226,10 +226,11 @@ def _line(candidate: MemoryCandidate, text: str, labels: dict[str, str]) -> str:
     What is not the user's word (an assistant's, a tool's, an agent's, a model's, an import)
     is evidence: quoted and attributed, so it never reads as an instruction. So is every turn of
     history, the user's too: what was said once in a conversation is reported speech, not a
-    rule nobody has judged (the user's rules come from extraction or a reviewer)."""
-    if not candidate.is_trusted or candidate.source == "history":
+    rule nobody has judged (the user's rules come from extraction or a reviewer). And so is a
+    statement only its meaning read (no word list): what it states is the probe's guess."""
+    if not candidate.is_trusted or candidate.source == "history" or candidate.read_by_meaning:
         who = labels.get(f"said_{candidate.source_kind}", labels["said_assistant"])
-        when = candidate.occurred_at or candidate.updated_at
+        when = candidate.said_at or candidate.occurred_at or candidate.updated_at
         day = f", {datetime.fromtimestamp(when, tz=UTC).date().isoformat()}" if when else ""
         said = _one_line(text)
         if candidate.source == "history":  # the attribution names the speaker already

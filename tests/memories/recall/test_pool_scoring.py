@@ -102,3 +102,17 @@ def test_a_users_turn_saying_more_than_an_item_is_no_duplicate_of_it() -> None:
         "echo": "duplicate of item (said_in_history)",
         "whole": "duplicate of item (said_in_history)",
     }
+
+
+def test_a_statement_only_its_meaning_read_is_injected_as_the_users_quoted_words() -> None:
+    from memories.recall.render import LABELS, _line
+
+    guessed = candidate(
+        "guess", "redis", memory_type="fact", read_by_meaning=True, source_kind="user"
+    )
+    guessed.trust = "trusted"
+    read = candidate("read", "redis", memory_type="fact", source_kind="user")
+    read.trust = "trusted"
+
+    assert _line(guessed, "Rent is 1,450 euros a month", LABELS["en"]).startswith("(user said, ")
+    assert _line(read, "I live in Porto", LABELS["en"]) == "I live in Porto"
