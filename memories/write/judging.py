@@ -19,7 +19,7 @@ from memories.write.models import VerificationRequest
 from memories.write.policy import Decision, ExistingState, PolicySettings, decide
 from memories.write.redaction import RedactedCandidate
 from memories.write.statements import proposal_read
-from memories.write.supersede import REPLACEABLE_TYPES, replaced_statement
+from memories.write.supersede import REPLACEABLE_TYPES, replaceable, replaced_statement
 from memories.write.trust import confidence_ceiling, hold_reason, trust_of
 from memoryproject.quarantine import Finding
 from memoryproject.redis_keys import Owner
@@ -110,7 +110,8 @@ def decide_all(
             item = _item_for(
                 candidate, owner=owner, fp=fingerprint, decision=decision, now=now, trust=trust
             )
-            if not (existing.same_fact or existing.updates_fact):
+            # Only a user's own unkeyed statement may replace one: nothing else reads Redis here.
+            if replaceable(item) and not (existing.same_fact or existing.updates_fact):
                 earlier = statements.of(store, owner, now)
                 replaced = replaced_statement(item, earlier, vocabulary)
                 if replaced is not None:

@@ -80,13 +80,13 @@ def replaced_statement(
     item: StmItem, earlier: Sequence[StmItem], vocabulary: Vocabulary
 ) -> StmItem | None:
     """The user's live statement `item` replaces, newest first among `earlier`, or None."""
-    if not _replaceable(item):
+    if not replaceable(item):
         return None
     text = str(item.detail.get("text") or item.summary)
     cued = vocabulary.matches("update_cue", text)
     said = str(item.detail.get("said_at") or "")
     for old in earlier:
-        if old.id == item.id or not _replaceable(old) or old.fingerprint == item.fingerprint:
+        if old.id == item.id or not replaceable(old) or old.fingerprint == item.fingerprint:
             continue
         old_said = str(old.detail.get("said_at") or "")
         if said and old_said and old_said > said:
@@ -96,7 +96,7 @@ def replaced_statement(
     return None
 
 
-def _replaceable(item: StmItem) -> bool:
+def replaceable(item: StmItem) -> bool:
     """A statement the user made themselves (in a transcript: an agent's proposal is left to
     its key and its writer) about their world, with no key of its own."""
     return (
