@@ -79,6 +79,10 @@ class MemoryCandidate:
     cosine: float = 0.0  # the query's cosine to it, where a vector branch found it (else 0)
     said_at: float = 0.0  # a short-term item's: when its statement was last said (0: unknown)
     read_by_meaning: bool = False  # a short-term item no word list read (`write/meaning.py`)
+    # When a later statement of the user about the same subject was said (`disagreeing.py`);
+    # and whether this one is the latest of such statements.
+    later_differing: float = 0.0
+    latest_differing: bool = False
     relevance: float = 0.0
     score: float = 0.0
     parts: dict[str, float] = field(default_factory=dict)

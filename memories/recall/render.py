@@ -40,6 +40,9 @@ LABELS = {
         "said_llm": "模型提取",
         "said_import": "导入",
         "changed": "自 {day} 起；取代此前的说法",
+        "said_on": "{day} 说",
+        "earlier": "此前的说法；{day} 的说法与之不同",
+        "latest": "最新的说法",
     },
     "en": {
         "profile": "User / environment profile:",
@@ -65,6 +68,9 @@ LABELS = {
         "said_llm": "model extracted",
         "said_import": "imported",
         "changed": "since {day}; replaces an earlier statement",
+        "said_on": "said {day}",
+        "earlier": "earlier; a statement of {day} differs",
+        "latest": "the latest",
     },
 }
 
@@ -227,16 +233,22 @@ def _line(candidate: MemoryCandidate, text: str, labels: dict[str, str]) -> str:
     is evidence: quoted and attributed, so it never reads as an instruction. So is every turn of
     history, the user's too: what was said once in a conversation is reported speech, not a
     rule nobody has judged (the user's rules come from extraction or a reviewer). And so is a
-    statement only its meaning read (no word list): what it states is the probe's guess."""
+    statement only its meaning read (no word list): what it states is the probe's guess.
+
+    Statements of the user that disagree (`disagreeing.py`) say which came first."""
     if not candidate.is_trusted or candidate.source == "history" or candidate.read_by_meaning:
         who = labels.get(f"said_{candidate.source_kind}", labels["said_assistant"])
         when = candidate.said_at or candidate.occurred_at or candidate.updated_at
-        day = f", {datetime.fromtimestamp(when, tz=UTC).date().isoformat()}" if when else ""
+        day = f", {_day(when)}" if when else ""
         said = _one_line(text)
         if candidate.source == "history":  # the attribution names the speaker already
             said = said.removeprefix(f"{candidate.source_kind}: ")
         quoted = said.replace('"', "'")
-        return f'({who}{day}) "{quoted}"'
+        return f'({who}{day}{_order(candidate, labels, "; ")}) "{quoted}"'
+    if candidate.later_differing or candidate.latest_differing:
+        when = candidate.said_at or candidate.occurred_at
+        said_on = labels["said_on"].format(day=_day(when))
+        return f"{_one_line(text)} ({said_on}{_order(candidate, labels, '; ')})"
     if candidate.source != "redis" and candidate.occurred_at:
         day = datetime.fromtimestamp(candidate.occurred_at, tz=UTC).date().isoformat()
         return f"[{day}] {_one_line(text)}"
@@ -245,6 +257,19 @@ def _line(candidate: MemoryCandidate, text: str, labels: dict[str, str]) -> str:
         day = str(candidate.provenance["said_at"])[:10]
         return f"{_one_line(text)} ({labels['changed'].format(day=day)})"
     return _one_line(text)
+
+
+def _order(candidate: MemoryCandidate, labels: dict[str, str], lead: str) -> str:
+    """Where a statement stands among the user's statements that disagree with it."""
+    if candidate.later_differing:
+        return lead + labels["earlier"].format(day=_day(candidate.later_differing))
+    if candidate.latest_differing:
+        return lead + labels["latest"]
+    return ""
+
+
+def _day(when: float) -> str:
+    return datetime.fromtimestamp(when, tz=UTC).date().isoformat()
 
 
 def _one_line(text: str) -> str:

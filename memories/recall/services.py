@@ -29,6 +29,7 @@ from memories.recall.asking import (
     start_early,
 )
 from memories.recall.context import ContextBlocks, compose_blocks
+from memories.recall.disagreeing import mark_disagreeing
 from memories.recall.layer1 import Layer1, layer1_read, user_document
 from memories.recall.matching import Routed, route_by_meaning, route_first
 from memories.recall.pool import (
@@ -52,6 +53,7 @@ from memories.recall.standing import standing_rules
 from memories.recall.task_record import task_record_candidates, task_record_query
 from memories.recall.trace import Trace, explain, why
 from memories.stm.store import now_seconds, recall_stm_store
+from memories.vocabulary import Vocabulary
 from memoryproject.errors import Invalid, StoreUnavailable
 from memoryproject.metrics import observe_recall
 from memoryproject.redaction import redact_text
@@ -178,6 +180,7 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     live = [*routed.probe.items.values(), *routed.probe.user_items.values()]
     # The user's live items, chosen or not: an agent's turn quoting one is an echo of it.
     chosen = _pool(pooled, blocks, policy, k, trace, [(item.id, item.summary) for item in live])
+    _date_disagreeing(chosen, layer1.vocabulary, trace)
     # The user's live constraints and preferences reach the blocks, whatever the session.
     blocks.constraints["standing"] = standing_rules(
         live,
@@ -439,6 +442,14 @@ def _pool(
     for candidate in pooled[k:]:
         trace.dropped.append(Dropped(candidate.memory_id, candidate.source, f"below top {k}"))
     return pooled[:k]
+
+
+def _date_disagreeing(chosen: list[MemoryCandidate], vocabulary: Vocabulary, trace: Trace) -> None:
+    started = time.perf_counter()
+    earlier = mark_disagreeing(chosen, vocabulary)
+    trace.timed("disagreeing", started)
+    if earlier:
+        trace.notes.append(f"{earlier} statement(s) of the user dated: a later one differs")
 
 
 def _fit(
