@@ -19,6 +19,7 @@ LABELS = {
     "zh": {
         "profile": "用户/环境画像：",
         "stm": "当前任务短期记忆：",
+        "stm_earlier": "此前会话的短期记忆：",
         "ltm": "相关长期经验：",
         "history": "相关历史对话：",
         "constraint": "约束",
@@ -47,6 +48,7 @@ LABELS = {
     "en": {
         "profile": "User / environment profile:",
         "stm": "Current task short-term memory:",
+        "stm_earlier": "Short-term memory from earlier sessions:",
         "ltm": "Related long-term experience:",
         "history": "From earlier conversations:",
         "constraint": "Constraint",
@@ -73,6 +75,11 @@ LABELS = {
         "latest": "the latest",
     },
 }
+
+
+# The memory sections in the order they are injected: what the current task or session holds,
+# what earlier sessions left in short-term memory, long-term memory, history.
+SECTIONS = ("stm", "stm_earlier", "ltm", "history")
 
 
 def estimate_tokens(text: str) -> int:
@@ -104,6 +111,7 @@ def fit_and_render(
     budget_tokens: int,
     language: str,
     task_id: str = "",
+    session_id: str = "",
 ) -> Injection:
     """Shorten the lowest-scored items to their summaries, then drop them, until it fits.
 
@@ -121,19 +129,16 @@ def fit_and_render(
     full_cost = {c.memory_id: estimate_tokens(f"- {_line(c, c.text, labels)}") for c in items}
     short_cost: dict[str, int] = {}  # filled as items are shortened
     block_cost = [estimate_tokens(line) for line, _ in block_lines]
-    header_cost = {
-        name: estimate_tokens(labels[name]) for name in ("profile", "stm", "ltm", "history")
-    }
+    header_cost = {name: estimate_tokens(labels[name]) for name in ("profile", *SECTIONS)}
     task_cost = estimate_tokens(f"- {labels['task']}: {task_id}") if task_id else 0
+    section = {c.memory_id: _section(c, task_id, session_id) for c in items}
 
     def total() -> int:
         cost = sum(block_cost) + (header_cost["profile"] if block_cost else 0)
-        if any(c.source == "redis" for c in items):
-            cost += header_cost["stm"] + task_cost
-        if any(c.source == "ltm" for c in items):
-            cost += header_cost["ltm"]
-        if any(c.source == "history" for c in items):
-            cost += header_cost["history"]
+        present = {section[c.memory_id] for c in items}
+        cost += sum(header_cost[name] for name in present)
+        if "stm" in present:
+            cost += task_cost
         return cost + sum(
             short_cost[c.memory_id] if c.memory_id in short else full_cost[c.memory_id]
             for c in items
@@ -156,7 +161,7 @@ def fit_and_render(
         block_cost.pop(last_optional)
     kept_lines = {line for line, _ in block_lines}
     return Injection(
-        text=_render(block_lines, items, short, labels, task_id),
+        text=_render(block_lines, items, short, labels, task_id, section),
         token_estimate=total(),
         items=items,
         shortened=[c.memory_id for c in items if c.memory_id in short],
@@ -199,25 +204,36 @@ def _standing_line(rule: dict[str, Any], labels: dict[str, str]) -> str:
     return f"- {labels[rule['memory_type']]}: {_one_line(rule['text'])}"
 
 
+def _section(candidate: MemoryCandidate, task_id: str, session_id: str) -> str:
+    """Where a memory is injected: a short-term item of this task or session is what the
+    current task holds; one of another session is what an earlier session said."""
+    if candidate.source != "redis":
+        return candidate.source
+    provenance = candidate.provenance
+    if task_id and provenance.get("task_id") == task_id:
+        return "stm"
+    if not session_id or session_id in provenance.get("sessions", ()):
+        return "stm"
+    return "stm_earlier"
+
+
 def _render(
     block_lines: list[tuple[str, bool]],
     items: Sequence[MemoryCandidate],
     short: set[str],
     labels: dict[str, str],
     task_id: str,
+    section: dict[str, str],
 ) -> str:
     sections: list[str] = []
     if block_lines:
         sections.append("\n".join([labels["profile"], *(line for line, _ in block_lines)]))
-    stm = [c for c in items if c.source == "redis"]
-    if stm:
-        head = [f"- {labels['task']}: {task_id}"] if task_id else []
-        body = [f"- {_item_text(c, short, labels)}" for c in stm]
-        sections.append("\n".join([labels["stm"], *head, *body]))
-    for source in ("ltm", "history"):
-        lines = [f"- {_item_text(c, short, labels)}" for c in items if c.source == source]
-        if lines:
-            sections.append("\n".join([labels[source], *lines]))
+    for name in SECTIONS:
+        lines = [f"- {_item_text(c, short, labels)}" for c in items if section[c.memory_id] == name]
+        if not lines:
+            continue
+        head = [f"- {labels['task']}: {task_id}"] if name == "stm" and task_id else []
+        sections.append("\n".join([labels[name], *head, *lines]))
     return "\n\n".join(sections)
 
 

@@ -191,7 +191,7 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
     # 5. Fit to the budget and render in the user's language.
     budget = request.budget_tokens or policy["default_budget_tokens"]
     language = _language(blocks, profile)
-    injection = _fit(blocks, chosen, budget, language, profile, trace)
+    injection = _fit(blocks, chosen, budget, language, profile, request.session_id, trace)
 
     recall_id = f"rcl_{uuid.uuid4().hex[:20]}"
     if recorded:
@@ -458,6 +458,7 @@ def _fit(
     budget: int,
     language: str,
     profile: QueryProfile,
+    session_id: str,
     trace: Trace,
 ) -> Injection:
     """The injection within the token budget; what did not fit is recorded as dropped."""
@@ -467,6 +468,7 @@ def _fit(
         budget_tokens=budget,
         language=language,
         task_id=profile.active_task_id if any(c.source == "redis" for c in chosen) else "",
+        session_id=session_id,
     )
     for memory_id in injection.dropped:
         source = next(c.source for c in chosen if c.memory_id == memory_id)

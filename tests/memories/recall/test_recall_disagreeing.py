@@ -97,3 +97,6 @@ def test_disagreeing_statements_are_injected_dated(
     assert any("2026-11-01" in line and "the latest" in line for line in lindgren), lindgren
     assert not any("Biscuit" in line and "earlier" in line for line in lines), lines
     assert any("dated: a later one differs" in note for note in body["explain"]["notes"])
+    # said in earlier sessions, with no task: not what the current task holds
+    assert "Short-term memory from earlier sessions:" in body["injection_text"]
+    assert "Current task short-term memory:" not in body["injection_text"]
