@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from memories.recall.disagreeing import Statement, disagreements
 from memories.vocabulary import default_vocabulary
 from profiles.models import Tenant
+from tests.memories.speech import say
 
 RECALL = reverse("memories:recall")
 DAY = 86400.0
@@ -44,17 +45,6 @@ def test_what_does_not_disagree_is_left_alone() -> None:
     assert not disagreeing(
         "My dentist is Dr. Okafor.", "These days I see Dr. Lindgren for my teeth.", apart=60
     )
-
-
-def say(client: APIClient, session: str, event_id: str, text: str, at: str, capture) -> None:
-    events = [{"id": event_id, "role": "user", "content": text, "created_at": at}]
-    with capture(execute=True):
-        response = client.post(
-            reverse("transcripts:events", kwargs={"session_id": session}),
-            {"user_id": "u_1", "events": events},
-            format="json",
-        )
-    assert response.status_code == 201, response.json()
 
 
 @pytest.mark.django_db

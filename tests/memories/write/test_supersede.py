@@ -13,19 +13,9 @@ from memories.stm.store import stm_store
 from memories.write.supersede import replaces
 from memoryproject.redis_keys import Owner
 from profiles.models import EndUser, Tenant
+from tests.memories.speech import say
 
 RECALL = reverse("memories:recall")
-
-
-def say(client: APIClient, session: str, event_id: str, text: str, at: str, capture) -> None:
-    events = [{"id": event_id, "role": "user", "content": text, "created_at": at}]
-    with capture(execute=True):
-        response = client.post(
-            reverse("transcripts:events", kwargs={"session_id": session}),
-            {"user_id": "u_1", "events": events},
-            format="json",
-        )
-    assert response.status_code == 201, response.json()
 
 
 def items_of(tenant: Tenant) -> list:
