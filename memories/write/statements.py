@@ -41,11 +41,6 @@ SHORT_FORMS = frozenset(
      "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
      "vol", "ch", "sec", "pp", "min", "max", "ca"}
 )  # fmt: skip
-# After a semicolon, a clause that opens with a word pointing back ("My line manager changed;
-# it's Hiroshi now") says its subject in the clause before: the two are one sentence.
-POINTING_BACK = re.compile(
-    r"(?:it|it's|its|that|that's|this|he|he's|she|she's|they|they're)\b|[它他她这那]", re.IGNORECASE
-)
 LATIN_WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
 CJK_CHAR = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 CJK_END = re.compile(r"[\u3400-\u9fff\uf900-\ufaff。！？；]$")
@@ -81,15 +76,12 @@ def sentences_with_ends(text: str) -> list[tuple[str, str]]:
     """Each sentence of `text` (stripped) with the punctuation that ended it.
 
     A full stop after an abbreviation ("St. Mary's", "Dr. Patel", "e.g. pnpm", "No. 5") or an
-    initial ends no sentence, so a value that holds one is kept whole; nor does a semicolon
-    before a clause that points back to the one before it.
+    initial ends no sentence, so a value that holds one is kept whole.
     """
     found = []
     start = 0
     for match in SENTENCE_END.finditer(text):
         if match.group(0) == "." and _abbreviation_ends(text, match.start(), match.end()):
-            continue
-        if match.group(0) in (";", "；") and POINTING_BACK.match(text[match.end() :].lstrip()):
             continue
         found.append((text[start : match.start()].strip(), match.group(0)))
         start = match.end()
