@@ -41,6 +41,7 @@ _CARD_TYPE_DOMAINS = {"episodic_case": "similar_case", "preference": "preference
 # A promoted or reflected card is what a reviewer approved; an imported one is outside data.
 _CARD_SOURCE_KINDS = {"promoted_from_stm": "reviewer", "reflection": "reviewer", "import": "import"}
 _WORD = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]")
+_NUMBER = re.compile(r"\d+(?:[.:]\d+)*")
 
 
 @dataclass
@@ -370,11 +371,20 @@ def _same_as_memory(
 
 
 def _holds(theirs: str, normal: str) -> bool:
-    """Whether the text `theirs` holds all of `normal` (or nearly: most of its trigrams)."""
+    """Whether the text `theirs` holds all of `normal` (or nearly: most of its trigrams, and
+    every number: "Python 3.12" does not hold "Python 3.9")."""
     if normal in theirs:
         return True
     mine = _shingles(normal)
-    return bool(mine) and len(mine & _shingles(theirs)) >= HISTORY_CONTAINMENT * len(mine)
+    return (
+        bool(mine)
+        and len(mine & _shingles(theirs)) >= HISTORY_CONTAINMENT * len(mine)
+        and _numbers(normal) <= _numbers(theirs)
+    )
+
+
+def _numbers(text: str) -> frozenset[str]:
+    return frozenset(_NUMBER.findall(text))
 
 
 def apply_authority(
@@ -471,7 +481,9 @@ def _near_identical(text: str, kept: list[tuple[str, MemoryCandidate]]) -> Memor
         if short < NEAR_DUPLICATE_SIMILARITY * long:
             continue
         mine = mine if mine is not None else _shingles(text)
-        if _jaccard(mine, _shingles(theirs)) >= NEAR_DUPLICATE_SIMILARITY:
+        if _jaccard(mine, _shingles(theirs)) >= NEAR_DUPLICATE_SIMILARITY and _numbers(
+            text
+        ) == _numbers(theirs):
             return other
     return None
 

@@ -445,9 +445,7 @@ def _pool(
 
 
 def _date_disagreeing(chosen: list[MemoryCandidate], vocabulary: Vocabulary, trace: Trace) -> None:
-    started = time.perf_counter()
     earlier = mark_disagreeing(chosen, vocabulary)
-    trace.timed("disagreeing", started)
     if earlier:
         trace.notes.append(f"{earlier} statement(s) of the user dated: a later one differs")
 

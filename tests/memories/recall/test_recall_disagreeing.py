@@ -1,7 +1,7 @@
-"""Two statements of the user about one subject, said on different days, that the write path
-could not tell one replaces the other: recall injects both, dated, the earlier saying a later
-one differs (`memories/recall/disagreeing.py`). Through the API against the real stores, with
-the configured embedder."""
+"""Two statements of the user in one frame with other values, said on different days, that the
+write path did not compare (one of them is only a turn in history): recall injects both,
+dated, the earlier saying a later one differs (`memories/recall/disagreeing.py`). Through the
+API against the real stores."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from rest_framework.test import APIClient
 
 from memories.recall.disagreeing import Statement, disagreements
 from memories.vocabulary import default_vocabulary
-from profiles.models import Tenant
 from tests.memories.speech import say
 
 RECALL = reverse("memories:recall")
@@ -23,12 +22,12 @@ def disagreeing(earlier: str, later: str, *, apart: float = 20 * DAY) -> list[tu
     return [(d.earlier, d.later) for d in disagreements(said, default_vocabulary())]
 
 
-def test_one_subject_in_other_words_disagrees() -> None:
-    assert disagreeing(
-        "My dentist is Dr. Okafor.", "These days I see Dr. Lindgren for my teeth."
-    ) == [("old", "new")]
-    assert disagreeing("Our standup is at 9:30.", "We hold the standup at 10:15.")
-    assert disagreeing("我的牙医是李医生。", "现在给我看牙的是王医生。")
+def test_one_frame_with_another_value_disagrees() -> None:
+    assert disagreeing("Our backend runs on Python 3.9.", "The backend runs on Python 3.12.") == [
+        ("old", "new")
+    ]
+    assert disagreeing("The standup is at 9:30.", "The standup is at 10:15 now.")
+    assert disagreeing("小程序基础库版本是 2.25.3。", "小程序基础库版本为 3.3.4。")
 
 
 def test_what_does_not_disagree_is_left_alone() -> None:
@@ -41,52 +40,55 @@ def test_what_does_not_disagree_is_left_alone() -> None:
         "We went camping at Lake Tahoe with the kids.",
         "We also went camping again, in the mountains.",
     )
+    # one subject in other words: not guessed
+    assert not disagreeing("My dentist is Dr. Okafor.", "These days I see Dr. Lindgren.")
     # said within the hour: one telling, not a change
     assert not disagreeing(
-        "My dentist is Dr. Okafor.", "These days I see Dr. Lindgren for my teeth.", apart=60
+        "Our backend runs on Python 3.9.", "The backend runs on Python 3.12.", apart=60
     )
+
+
+def forget_short_term_items(client: APIClient) -> None:
+    """What extraction made so far is gone (expired or deleted): only history holds it."""
+    listed = client.get(reverse("memories:stm"), {"user_id": "u_1", "limit": 200})
+    assert listed.status_code == 200, listed.json()
+    for item in listed.json()["items"]:
+        deleted = client.delete(reverse("memories:item", kwargs={"item_id": item["id"]}))
+        assert deleted.status_code == 204, deleted.content
 
 
 @pytest.mark.django_db
 def test_disagreeing_statements_are_injected_dated(
-    owner: APIClient, tenant: Tenant, django_capture_on_commit_callbacks
+    owner: APIClient, django_capture_on_commit_callbacks
 ) -> None:
     capture = django_capture_on_commit_callbacks
-    say(owner, "s-a", "m-old", "My dentist is Dr. Okafor.", "2026-10-01T09:00:00Z", capture)
+    say(owner, "s-a", "m-old", "Our backend runs on Python 3.9.", "2026-10-01T09:00:00Z", capture)
     say(
-        owner,
-        "s-a",
-        "m-dog",
-        "I walk my dog Biscuit every morning.",
-        "2026-10-01T09:05:00Z",
-        capture,
+        owner, "s-a", "m-dog", "My dog Biscuit runs every morning.", "2026-10-01T09:05:00Z", capture
     )
-    say(
-        owner,
-        "s-b",
-        "m-new",
-        "These days I see Dr. Lindgren for my teeth.",
-        "2026-11-01T09:00:00Z",
-        capture,
-    )
+    forget_short_term_items(owner)
+    say(owner, "s-b", "m-new", "The backend runs on Python 3.12.", "2026-11-01T09:00:00Z", capture)
+
     response = owner.post(
         RECALL,
-        {"user_id": "u_1", "session_id": "s-c", "query": "Who is my dentist?", "explain": True},
+        {
+            "user_id": "u_1",
+            "session_id": "s-c",
+            "query": "Which Python version does the backend run on?",
+            "explain": True,
+        },
         format="json",
     )
     body = response.json()
     assert response.status_code == 200, body
     lines = body["injection_text"].splitlines()
-    okafor = [line for line in lines if "Okafor" in line]
-    lindgren = [line for line in lines if "Lindgren" in line]
-    assert okafor and lindgren, lines
-    assert all(
-        "2026-10-01" in line and "earlier; a statement of 2026-11-01 differs" in line
-        for line in okafor
-    ), okafor
-    assert any("2026-11-01" in line and "the latest" in line for line in lindgren), lindgren
+    old = [line for line in lines if "3.9" in line]
+    new = [line for line in lines if "3.12" in line]
+    assert old and new, (lines, body["explain"]["dropped"], body["explain"]["routing"])
+    assert all("2026-10-01; earlier; a statement of 2026-11-01 differs" in line for line in old)
+    assert any("2026-11-01" in line and "the latest" in line for line in new), new
     assert not any("Biscuit" in line and "earlier" in line for line in lines), lines
     assert any("dated: a later one differs" in note for note in body["explain"]["notes"])
-    # said in earlier sessions, with no task: not what the current task holds
+    # said in an earlier session, with no task: not what the current task holds
     assert "Short-term memory from earlier sessions:" in body["injection_text"]
     assert "Current task short-term memory:" not in body["injection_text"]
