@@ -1,7 +1,7 @@
 """What a user's sentence states, read by meaning where the word lists found nothing.
 
 The rule reading (`statements.py`) knows the shapes its patterns name; a user says the same in
-many more ("Rent is 1,450 euros a month.", "别用表格", "I'd rather see metric units."). A linear
+many more ("Rent is 1,450 euros a month.", "少用表格", "I'd rather see metric units."). A linear
 probe over the sentence's embedding (multinomial logistic regression) reads the kind a sentence
 states: a fact, a constraint, a preference, a decision, or nothing to keep. It is trained by
 `manage.py build_statement_probe` on the tuning parts of the labelled sets

@@ -701,10 +701,26 @@ def test_two_sentences_are_still_two() -> None:
 
 
 @pytest.mark.parametrize(
+    "text",
+    ["别在凌晨给我发通知", "记得每次都附上来源链接"],
+)
+def test_a_rule_in_imperative_form_is_a_constraint(text: str) -> None:
+    found = only(event(1, "user", text))
+
+    assert found.memory_type == MemoryType.CONSTRAINT
+    assert found.detail["reason"].startswith("an instruction")
+
+
+@pytest.mark.parametrize("text", ["别担心，我已经到家了", "别人都说我太忙了", "记得带伞"])
+def test_a_look_alike_of_an_imperative_is_no_rule(text: str) -> None:
+    assert all(c.memory_type != MemoryType.CONSTRAINT for c in extract(event(1, "user", text)))
+
+
+@pytest.mark.parametrize(
     ("text", "kind"),
     [
         ("Rent is 1,450 euros a month, utilities not included.", MemoryType.FACT),
-        ("别用表格", MemoryType.CONSTRAINT),
+        ("少用表格", MemoryType.CONSTRAINT),
         ("I'd rather see metric units.", MemoryType.PREFERENCE),
     ],
 )
