@@ -1,5 +1,6 @@
 """The agent-questions set (tests/data/agent_questions.json) is well formed: ids unique, every
-expected statement said by that persona, each persona in one split, large and bilingual."""
+expected statement said by that persona, each persona in one split, large and bilingual; the
+near questions share a word with a statement, and the one-word topics are short."""
 
 from __future__ import annotations
 
@@ -35,6 +36,14 @@ def unrelated_of(personas: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [question for persona in personas for question in persona["unrelated"]]
 
 
+def near_of(personas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [question for persona in personas for question in persona["near"]]
+
+
+def topics_of(personas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [topic for persona in personas for topic in persona["topics"]]
+
+
 def statements_of(persona: dict[str, Any]) -> dict[str, tuple[dict, dict]]:
     return {st["id"]: (s, st) for s in persona["sessions"] for st in s["statements"]}
 
@@ -55,7 +64,13 @@ def test_ids_are_unique(personas: list[dict[str, Any]]) -> None:
         statement_ids = [st["id"] for s in persona["sessions"] for st in s["statements"]]
         assert len(set(statement_ids)) == len(statement_ids), persona["id"]
         assert len({s["id"] for s in persona["sessions"]}) == len(persona["sessions"])
-    question_ids = [q["id"] for q in [*cases_of(personas), *unrelated_of(personas)]]
+    questions = [
+        *cases_of(personas),
+        *unrelated_of(personas),
+        *near_of(personas),
+        *topics_of(personas),
+    ]
+    question_ids = [q["id"] for q in questions]
     assert len(set(question_ids)) == len(question_ids)
 
 
@@ -137,3 +152,71 @@ def test_unrelated_questions_are_not_cases_and_shared_words_are_shared(
             if question.get("shares_word"):
                 assert question["shares_word"].lower() in texts, question["id"]
                 assert question["shares_word"].lower() in question["question"].lower()
+
+
+def keyword_in(word: str, text: str, lang: str) -> bool:
+    """Whether a topic's word (or, in English, a plain inflection of it) is in the text."""
+    word = word.strip("?？ ").lower()
+    if lang == "zh":
+        return word in text
+    stem = word.removesuffix("s")
+    return re.search(r"\b" + re.escape(stem), text.lower()) is not None
+
+
+def test_near_questions_share_a_word_with_a_statement_of_the_persona(
+    personas: list[dict[str, Any]],
+) -> None:
+    asked = {q["question"] for q in [*cases_of(personas), *unrelated_of(personas)]}
+    for persona in personas:
+        said = statements_of(persona)
+        for question in persona["near"]:
+            qid = question["id"]
+            assert qid.startswith(persona["id"] + "-n"), qid
+            assert question["category"] == "near", qid
+            assert question["lang"] == persona["lang"], qid
+            assert question["split"] == persona["split"], qid
+            assert question["question"] not in asked, qid
+            assert question["statement"] in said, qid
+            missing = [sid for sid in question["may_inject"] if sid not in said]
+            assert not missing, (qid, missing)
+            word = question["shares_word"].lower()
+            assert word.strip() and word in question["question"].lower(), qid
+            assert word in said[question["statement"]][1]["text"].lower(), qid
+        # Injecting a statement should rarely change the answer to a near question.
+        injecting = sum(bool(q["may_inject"]) for q in persona["near"])
+        assert injecting <= max(1, len(persona["near"]) // 5), persona["id"]
+
+
+def test_topics_are_short_keywords_the_persona_answered(
+    personas: list[dict[str, Any]],
+) -> None:
+    for persona in personas:
+        said = statements_of(persona)
+        for topic in persona["topics"]:
+            tid = topic["id"]
+            assert tid.startswith(persona["id"] + "-t"), tid
+            assert topic["category"] == "topic", tid
+            assert topic["lang"] == persona["lang"], tid
+            assert topic["split"] == persona["split"], tid
+            assert topic["asked_in"] == "new", tid
+            assert topic["length"] == "short" == length_of(topic["question"], topic["lang"]), tid
+            assert topic["expects"], tid
+            missing = [sid for sid in topic["expects"] if sid not in said]
+            assert not missing, (tid, missing)
+            texts = [said[sid][1]["text"] for sid in topic["expects"]]
+            found = any(keyword_in(topic["question"], t, topic["lang"]) for t in texts)
+            assert topic["wording"] in WORDINGS, tid
+            assert found == (topic["wording"] == "lexical"), tid
+
+
+def test_near_questions_and_topics_are_many_in_both_languages_and_splits(
+    personas: list[dict[str, Any]],
+) -> None:
+    near, topics = near_of(personas), topics_of(personas)
+    assert len(near) >= 100
+    assert len(topics) >= 50
+    for questions in (near, topics):
+        assert {q["lang"] for q in questions} == LANGS
+        assert {q["split"] for q in questions} == SPLITS
+    wordings = Counter(t["wording"] for t in topics)
+    assert all(wordings[w] >= len(topics) / 3 for w in WORDINGS), wordings
