@@ -12,7 +12,8 @@ queries an agent sends with only a keyword), `unrelated` (not about the user) an
 about the user, but sharing a word with one of their statements; `may_inject` names what would
 change the answer). Printed per mode, split (tune, heldout) and language:
 
-- cases and topics: **hit %** (an injected item names an expected statement's event), items
+- cases and topics: **hit %** (an injected item or a standing rule of the constraints block
+  names an expected statement's event, as `agent_questions.py` counts it), items
   per answer (median, p90), **relevant %** (the share of injected items naming an expected
   statement), mean injected tokens (`token_estimate`, profile blocks included);
 - unrelated: **clean %** (no item injected);
@@ -73,10 +74,14 @@ class Asked:
     expected: set[str]  # events whose injection answers (cases, topics) or is allowed (near)
     items: list[dict[str, Any]]
     tokens: int
+    standing: set[str]  # events of the standing rules sent with the constraints block
 
     @property
     def hit(self) -> bool:
-        return any(provenance_events(item) & self.expected for item in self.items)
+        """An injected item names an expected statement, or a standing rule does."""
+        return any(provenance_events(item) & self.expected for item in self.items) or bool(
+            self.standing & self.expected
+        )
 
     @property
     def relevant(self) -> int:
@@ -155,7 +160,10 @@ def ask(api: Api, mode: str, kind: str, persona: dict[str, Any], question: dict[
     status, data, _ = api.call("POST", "/v1/recall", body)
     if status != 200:
         raise SystemExit(f"recall answered {status}: {str(data)[:300]}")
-    return Asked(mode, kind, question, expected, data["items"], int(data["token_estimate"]))
+    standing = data.get("constraints_block", {}).get("standing", []) or []
+    standing_events = {str(i) for rule in standing for i in rule.get("message_ids", [])}
+    tokens = int(data["token_estimate"])
+    return Asked(mode, kind, question, expected, data["items"], tokens, standing_events)
 
 
 def pct(part: float, whole: int) -> str:
@@ -224,6 +232,7 @@ def main() -> None:
             print(f"{mode}: {events} events appended")
         lag = wait_for_worker(SERVICE, limit_seconds=1200)
         print(f"worker caught up {lag:.0f}s after the last write")
+        asking = time.perf_counter()
         answers = []
         for mode in modes:
             for persona in personas:
@@ -231,7 +240,7 @@ def main() -> None:
                     questions = persona.get(kind, [])
                     for question in questions[::4] if args.quick else questions:
                         answers.append(ask(apis[mode], mode, kind, persona, question))
-        print(f"{len(answers)} questions asked in {time.perf_counter() - began:.0f}s")
+        print(f"{len(answers)} questions asked in {time.perf_counter() - asking:.0f}s")
         report(answers)
     finally:
         stop(processes)
