@@ -43,7 +43,7 @@ import statistics
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from datetime import time as clock
@@ -113,8 +113,14 @@ def selected(
 
 
 # --- loading ---------------------------------------------------------------------------------
-def load(api: Api, personas: list[dict[str, Any]], today: datetime) -> int:
-    """Append every persona's statements, a turn per request; the number of events."""
+def load(
+    api: Api,
+    personas: list[dict[str, Any]],
+    today: datetime,
+    user_of: Callable[[dict[str, Any]], str] = lambda persona: persona["id"],
+) -> int:
+    """Append every persona's statements, a turn per request, as `user_of(persona)` (the
+    persona's own user by default); the number of events."""
     events = 0
     for persona in personas:
         for session in persona["sessions"]:
@@ -145,7 +151,7 @@ def load(api: Api, personas: list[dict[str, Any]], today: datetime) -> int:
                 api.ok(
                     "POST",
                     f"/v1/sessions/{session_key(persona['id'], session['id'])}/events",
-                    {"user_id": persona["id"], "task_id": session["task_id"], "events": turn},
+                    {"user_id": user_of(persona), "task_id": session["task_id"], "events": turn},
                 )
                 events += len(turn)
     return events

@@ -32,8 +32,8 @@ import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from datetime import time as clock
+from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from _service import (
@@ -51,8 +51,8 @@ from _setup import django_setup
 from agent_questions import (
     LANGS,
     SPLITS,
-    TURN_SECONDS,
     event_ids,
+    load,
     provenance_events,
     read_personas,
     statement_index,
@@ -90,54 +90,6 @@ class Asked:
 
 def user_of(mode: str, persona: dict[str, Any]) -> str:
     return persona["id"] if mode == "own" else EVERYONE
-
-
-def load(api: Api, mode: str, personas: list[dict[str, Any]], today: datetime) -> int:
-    """Append every persona's statements as its user (own) or as the one user (everyone)."""
-    events = 0
-    for persona in personas:
-        for session in persona["sessions"]:
-            start = datetime.combine(
-                (today - timedelta(days=session["days_ago"])).date(),
-                clock.fromisoformat(session["at"]),
-                tzinfo=UTC,
-            )
-            for n, statement in enumerate(session["statements"]):
-                at = start + timedelta(seconds=TURN_SECONDS * n)
-                turn = [_event(persona, statement["id"], "user", statement["text"], at)]
-                if statement.get("reply"):
-                    reply_at = at + timedelta(seconds=20)
-                    turn.append(
-                        _event(
-                            persona,
-                            f"{statement['id']}:reply",
-                            "assistant",
-                            statement["reply"],
-                            reply_at,
-                        )
-                    )
-                api.ok(
-                    "POST",
-                    f"/v1/sessions/{persona['id']}-{session['id']}/events",
-                    {
-                        "user_id": user_of(mode, persona),
-                        "task_id": session["task_id"],
-                        "events": turn,
-                    },
-                )
-                events += len(turn)
-    return events
-
-
-def _event(
-    persona: dict[str, Any], suffix: str, role: str, text: str, at: datetime
-) -> dict[str, Any]:
-    return {
-        "id": f"{persona['id']}:{suffix}",
-        "role": role,
-        "content": text,
-        "created_at": at.isoformat(),
-    }
 
 
 def ask(api: Api, mode: str, kind: str, persona: dict[str, Any], question: dict[str, Any]) -> Asked:
@@ -228,7 +180,7 @@ def main() -> None:
         for mode in modes:
             _, secret = tenant_with_key(slug=f"{SERVICE.prefix}-{mode}", name=f"Injection {mode}")
             apis[mode] = Api(port, secret)
-            events = load(apis[mode], mode, personas, datetime.now(UTC))
+            events = load(apis[mode], personas, datetime.now(UTC), user_of=partial(user_of, mode))
             print(f"{mode}: {events} events appended")
         lag = wait_for_worker(SERVICE, limit_seconds=1200)
         print(f"worker caught up {lag:.0f}s after the last write")

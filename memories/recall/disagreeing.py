@@ -8,7 +8,7 @@ injection holds two of the user's own statements said on different days in the s
 another value, each carries its date, the earlier says that a later statement differs and the
 latest says it is the latest. The agent sees which is newer; nothing is hidden or guessed.
 
-One subject is the frame (`supersede.replaces`, on the looser share only where the later
+One subject is the frame (`supersede.frame_replaces`, on the looser share only where the later
 statement says it changes something, as on the write path), not closeness in meaning: a
 multilingual embedding puts a conversation's sentences so close to each other that, on the
 LoCoMo development split's tuning conversations, a floor chosen to date few of the agent
@@ -21,11 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memories.ltm.text import bm25_terms
 from memories.recall.pool import MemoryCandidate
 from memories.stm.items import MemoryType
 from memories.vocabulary import Vocabulary
-from memories.write.supersede import replaces
+from memories.write.supersede import Frame, frame_replaces
 
 # Statements said within this many seconds of each other are one telling, never a change.
 MIN_APART_SECONDS = 3600
@@ -51,13 +50,16 @@ class Disagreement:
 def disagreements(statements: Sequence[Statement], vocabulary: Vocabulary) -> list[Disagreement]:
     """Each pair of statements in one frame with other values said apart, the earlier first."""
     ordered = sorted(statements, key=lambda s: s.said_at)
+    # Each text is read once: a recall compares every pair of up to k statements.
+    frames = [Frame.of(s.text) for s in ordered]
+    cued = [vocabulary.matches("update_cue", s.text) for s in ordered]
     return [
         Disagreement(old.key, new.key, new.said_at)
         for i, old in enumerate(ordered)
-        for new in ordered[i + 1 :]
+        for j, new in enumerate(ordered[i + 1 :], start=i + 1)
         if new.said_at - old.said_at >= MIN_APART_SECONDS
-        and _differ(old.text, new.text)
-        and replaces(new.text, old.text, cued=vocabulary.matches("update_cue", new.text))
+        and _differ(frames[i].every_term, frames[j].every_term)
+        and frame_replaces(frames[j], frames[i], cued=cued[j])
     ]
 
 
@@ -95,7 +97,6 @@ def _is_statement(candidate: MemoryCandidate) -> bool:
     )
 
 
-def _differ(a: str, b: str) -> bool:
-    """Not one statement said twice, nor one holding the other."""
-    mine, theirs = set(bm25_terms(a)), set(bm25_terms(b))
+def _differ(mine: frozenset[str], theirs: frozenset[str]) -> bool:
+    """Not one statement said twice, nor one holding the other (by their index terms)."""
     return bool(mine and theirs) and not (mine <= theirs or theirs <= mine)

@@ -266,8 +266,7 @@ def _line(candidate: MemoryCandidate, text: str, labels: dict[str, str]) -> str:
         said_on = labels["said_on"].format(day=_day(when))
         return f"{_one_line(text)} ({said_on}{_order(candidate, labels, '; ')})"
     if candidate.source != "redis" and candidate.occurred_at:
-        day = datetime.fromtimestamp(candidate.occurred_at, tz=UTC).date().isoformat()
-        return f"[{day}] {_one_line(text)}"
+        return f"[{_day(candidate.occurred_at)}] {_one_line(text)}"
     if candidate.provenance.get("supersedes") and candidate.provenance.get("said_at"):
         # a fact that changed carries the date it changed on
         day = str(candidate.provenance["said_at"])[:10]

@@ -59,7 +59,11 @@ class Frame:
 
 def replaces(new: str, old: str, *, cued: bool) -> bool:
     """Whether the statement `new` says what `old` said with another value."""
-    mine, theirs = Frame.of(new), Frame.of(old)
+    return frame_replaces(Frame.of(new), Frame.of(old), cued=cued)
+
+
+def frame_replaces(mine: Frame, theirs: Frame, *, cued: bool) -> bool:
+    """`replaces` on frames read once (a caller comparing many pairs reads each text once)."""
     # A value both name ("Python" in "runs on Python 3.9" / "… 3.12") is part of the frame.
     differing = mine.values ^ theirs.values
     mine_frame = mine.every_term - differing - _FRAMING
