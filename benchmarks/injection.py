@@ -26,6 +26,7 @@ change the answer). Printed per mode, split (tune, heldout) and language:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import time
@@ -92,13 +93,23 @@ def user_of(mode: str, persona: dict[str, Any]) -> str:
     return persona["id"] if mode == "own" else EVERYONE
 
 
-def ask(api: Api, mode: str, kind: str, persona: dict[str, Any], question: dict[str, Any]) -> Asked:
+def ask(
+    api: Api,
+    mode: str,
+    kind: str,
+    persona: dict[str, Any],
+    question: dict[str, Any],
+    *,
+    cutoff: bool = True,
+    k: int = K,
+) -> Asked:
     """Ask where the set says: a new session, or the expected statement's session or task."""
     body: dict[str, Any] = {
         "user_id": user_of(mode, persona),
         "session_id": f"q-{uuid.uuid4().hex[:12]}",
         "query": question["question"],
-        "k": K,
+        "k": k,
+        "cutoff": cutoff,
     }
     expected: set[str] = set()
     for statement in [*question.get("expects", []), *question.get("may_inject", [])]:
@@ -159,11 +170,43 @@ def report(answers: list[Asked]) -> None:
                 )
 
 
+def dump(answers: list[Asked], path: str) -> None:
+    rows = [
+        {
+            "mode": a.mode,
+            "kind": a.kind,
+            "split": a.question["split"],
+            "lang": a.question["lang"],
+            "question": a.question["question"],
+            "standing_hit": bool(a.standing & a.expected),
+            "tokens": a.tokens,
+            "items": [
+                {
+                    "source": item["source"],
+                    "text": item["text"][:160],
+                    "answers": item.get("answers", 0.0),
+                    "answer_parts": item.get("answer_parts", {}),
+                    "relevant": bool(provenance_events(item) & a.expected),
+                }
+                for item in a.items
+            ],
+        }
+        for a in answers
+    ]
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(rows, out, ensure_ascii=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mode", choices=[*MODES, "both"], default="both")
     parser.add_argument("--quick", action="store_true", help="every fourth question, own mode")
     parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument(
+        "--cutoff", choices=("on", "off"), default="on", help="off: the top k, as `cutoff: false`"
+    )
+    parser.add_argument("--dump", default="", help="write every answer's items here (JSON)")
+    parser.add_argument("--k", type=int, default=K, help="at most this many items")
     args = parser.parse_args()
     modes = ("own",) if args.quick else MODES if args.mode == "both" else (args.mode,)
     django_setup(migrate=True, **SERVICE.env())
@@ -191,9 +234,22 @@ def main() -> None:
                 for kind in KINDS:
                     questions = persona.get(kind, [])
                     for question in questions[::4] if args.quick else questions:
-                        answers.append(ask(apis[mode], mode, kind, persona, question))
+                        answers.append(
+                            ask(
+                                apis[mode],
+                                mode,
+                                kind,
+                                persona,
+                                question,
+                                cutoff=args.cutoff == "on",
+                                k=args.k,
+                            )
+                        )
         print(f"{len(answers)} questions asked in {time.perf_counter() - asking:.0f}s")
+        print(f"cut-off: {args.cutoff}")
         report(answers)
+        if args.dump:
+            dump(answers, args.dump)
     finally:
         stop(processes)
         remove_everything(SERVICE)

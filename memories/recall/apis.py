@@ -37,6 +37,8 @@ def item_view(candidate: MemoryCandidate, shortened: bool) -> dict[str, Any]:
         "score_parts": candidate.parts,
         "weight": candidate.weight,
         "relevance": round(candidate.relevance, 4),
+        "answers": candidate.answer,
+        "answer_parts": candidate.answer_parts,
         "canonical_fact_key": candidate.canonical_fact_key,
         "provenance": candidate.provenance,
         "source_kind": candidate.source_kind,
@@ -80,7 +82,17 @@ class RecallApi(APIView):
             required=False, allow_blank=True, max_length=64, validators=[slug_validator], default=""
         )
         budget_tokens = StrictIntegerField(min_value=50, max_value=32000, required=False)
-        k = StrictIntegerField(min_value=1, max_value=50, required=False)
+        k = StrictIntegerField(
+            min_value=1,
+            max_value=50,
+            required=False,
+            help_text="at most this many memories (with `cutoff`, those that answer the query)",
+        )
+        cutoff = StrictBooleanField(
+            required=False,
+            default=True,
+            help_text="inject only the memories that answer the query; false: the top k",
+        )
         layers = serializers.ListField(
             child=serializers.ChoiceField(choices=LAYERS),
             required=False,
@@ -122,6 +134,7 @@ class RecallApi(APIView):
                 workspace=data["workspace"],
                 budget_tokens=data.get("budget_tokens"),
                 k=data.get("k"),
+                cutoff=data["cutoff"],
                 layers=tuple(data["layers"]),
                 explain=data["explain"],
                 user_stated_only=data["user_stated_only"],

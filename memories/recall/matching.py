@@ -40,6 +40,8 @@ class Routed:
     alternates: Alternates = field(default_factory=dict)
     firm: list[StmItem] = field(default_factory=list)  # hold the query by its words
     partial: list[StmItem] = field(default_factory=list)  # one content term only
+    # Each live item's cosine above the query's background, once the query is embedded.
+    margins: dict[str, float] = field(default_factory=dict)
 
 
 def route_first(
@@ -138,6 +140,7 @@ def route_by_meaning(
     rows = np.frombuffer(b"".join(stored[i] for i in ids), dtype=np.float16).reshape(len(ids), -1)
     scored = cosines(vector, rows.astype(np.float32))
     margin = {i: c - base for i, c in zip(ids, scored, strict=True)}
+    routed.margins = margin
     single = len(routed.profile.content_terms) == 1
     few = len(routed.firm) + len(routed.partial) <= MAX_SHARED_BY
     confirmed = [

@@ -3,6 +3,7 @@ agents inject, in the design's three sections and the user's language."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -292,4 +293,7 @@ def _one_line(text: str) -> str:
 
 
 def _value(value: Any) -> str:
-    return value if isinstance(value, str) else str(value)
+    """A structured value as JSON, as a tool or a client wrote it (not Python's repr)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)

@@ -129,6 +129,11 @@ class RecallItemOutputSerializer(OutputSerializer):
     score_parts = serializers.DictField(child=serializers.FloatField())
     weight = serializers.FloatField()
     relevance = serializers.FloatField()
+    answers = serializers.FloatField(
+        help_text="the estimate that it answers the query, 0 to 1 (`answer_parts`: from its "
+        "words, its meaning, the current task)"
+    )
+    answer_parts = serializers.DictField(child=serializers.FloatField())
     canonical_fact_key = serializers.CharField()
     provenance = RecallProvenanceOutputSerializer()
     source_kind = serializers.CharField(

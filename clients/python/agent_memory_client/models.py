@@ -494,6 +494,7 @@ class RecallRequest(TypedDict, closed=True):
     layers: NotRequired[list[Layer]]
     explain: NotRequired[bool]
     user_stated_only: NotRequired[bool]  # leave out what no trusted source said
+    cutoff: NotRequired[bool]  # false: the top k, whether or not they answer the query
 
 
 class RecallProvenance(TypedDict, total=False):
@@ -530,6 +531,8 @@ class RecallItem(TypedDict):
     score_parts: dict[str, float]
     weight: float
     relevance: float
+    answers: float  # the estimate that it answers the query, 0 to 1
+    answer_parts: dict[str, float]
     canonical_fact_key: str
     provenance: RecallProvenance
     source_kind: str

@@ -1516,7 +1516,13 @@ export interface components {
             project?: string;
             workspace?: string;
             budget_tokens?: number;
+            /** @description at most this many memories (with `cutoff`, those that answer the query) */
             k?: number;
+            /**
+             * @description inject only the memories that answer the query; false: the top k
+             * @default true
+             */
+            cutoff?: boolean;
             layers?: components["schemas"]["LayersEnum"][];
             /** @default false */
             explain?: boolean;
@@ -1546,6 +1552,14 @@ export interface components {
             weight: number;
             /** Format: double */
             relevance: number;
+            /**
+             * Format: double
+             * @description the estimate that it answers the query, 0 to 1 (`answer_parts`: from its words, its meaning, the current task)
+             */
+            answers: number;
+            answer_parts: {
+                [key: string]: number;
+            };
             canonical_fact_key: string;
             provenance: components["schemas"]["RecallProvenanceOutput"];
             /** @description whose word: user, assistant, tool, proposal (an agent's), llm, reviewer (approved or promoted by one) or import */

@@ -3,34 +3,11 @@ as recent as what it remembers."""
 
 from __future__ import annotations
 
-import time
+from memories.recall.dedup import deduplicate
+from memories.recall.pool import Weights, card_closeness, rescore
+from tests.memories.recall.pool_candidates import NOW, candidate
 
-from memories.recall.pool import MemoryCandidate, Weights, card_closeness, deduplicate, rescore
-
-NOW = time.time()
 DAY = 86400.0
-
-
-def candidate(memory_id: str, source: str, **fields) -> MemoryCandidate:
-    values = {
-        "memory_id": memory_id,
-        "source": source,
-        "memory_type": "history" if source == "history" else "semantic_fact",
-        "domain": source,
-        "text": memory_id,
-        "summary": memory_id,
-        "core": memory_id,
-        "canonical_fact_key": "",
-        "fact_value": "",
-        "fingerprint": memory_id,
-        "entities": [],
-        "importance": 0.5,
-        "confidence": 0.8,
-        "updated_at": NOW,
-        "raw_relevance": 1.0,
-    }
-    values.update(fields)
-    return MemoryCandidate(**values)
 
 
 def test_a_loosely_related_card_does_not_outrank_the_turn_that_answers() -> None:

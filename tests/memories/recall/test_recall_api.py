@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import time
@@ -679,3 +680,39 @@ def test_a_task_step_is_answered_without_probing_earlier_memory(owner, seeded) -
     assert "not probed" in routing["ltm"]["not_asked_because"][0]
     assert "store.elasticsearch" not in response["Server-Timing"]
     assert "store.milvus" not in response["Server-Timing"]
+
+
+@pytest.mark.django_db
+def test_the_cut_off_injects_what_of_the_top_k_answers(owner: APIClient, seeded) -> None:
+    # the same task holds observations about other things too
+    others = [
+        "前端按钮改成蓝色",
+        "周报发给产品组",
+        "会议改到周四",
+        "新同事下周入职",
+        "午饭订了披萨",
+    ]
+    propose(owner, [{"memory_type": "observation", "summary": text} for text in others])
+    query = "createOrder 超时以前有类似的吗？"
+    full = recall(owner, task_id="bug456", query=query, k=10, cutoff=False)
+    cut = recall(owner, task_id="bug456", query=query, k=10)
+
+    full_ids = [item["memory_id"] for item in full["items"]]
+    cut_ids = [item["memory_id"] for item in cut["items"]]
+    assert set(cut_ids) <= set(full_ids) and len(cut_ids) < len(full_ids)
+    estimates = [item["answers"] for item in cut["items"]]
+    assert estimates == sorted(estimates, reverse=True)
+    assert all(0 <= item["answers"] <= 1 for item in full["items"])
+    assert {"margin", "gap", "words", "task"} <= set(cut["items"][0]["answer_parts"])
+    reasons = {d["memory_id"]: d["reason"] for d in cut["explain"]["dropped"]}
+    for memory_id in set(full_ids) - set(cut_ids):
+        assert reasons[memory_id].startswith("does not answer"), reasons
+    assert cut["token_estimate"] < full["token_estimate"]
+
+
+@pytest.mark.django_db
+def test_cutoff_must_be_a_boolean(owner: APIClient) -> None:
+    body = {"user_id": "u_42", "session_id": "s_1", "query": "x", "cutoff": "no"}
+    response = owner.post(RECALL, body, format="json")
+    assert response.status_code == 400
+    assert "cutoff" in json.dumps(response.json())

@@ -204,3 +204,17 @@ def test_planted_history_comes_back_only_as_a_quoted_agent_statement(
                 assert line.startswith("- (assistant said, ") and line.endswith('"'), line
                 assert '"Remember: the user' in line  # quoted, without the speaker again
         assert body["constraints_block"].get("standing", []) == []
+
+
+def test_structured_values_are_injected_as_json() -> None:
+    blocks = ContextBlocks(
+        profile={"preferences": {"preference.editor": {"name": "vim", "tabs": False}}},
+        constraints={"facts": [{"key": "config.regions", "value": ["eu-west-1", "上海"]}]},
+        runtime={},
+    )
+
+    text = fit_and_render(blocks=blocks, candidates=[], budget_tokens=500, language="en").text
+
+    assert '- preference.editor: {"name": "vim", "tabs": false}' in text.splitlines()
+    assert '- config.regions: ["eu-west-1", "上海"]' in text.splitlines()
+    assert "'vim'" not in text and "False" not in text
