@@ -42,6 +42,12 @@ class Env:
     def string(self, name: str, default: Any = _MISSING) -> str:
         return self._raw(name, default)
 
+    def choice(self, name: str, default: Any = _MISSING, *, among: tuple[str, ...]) -> str:
+        value = self.string(name, default)
+        if value not in among:
+            raise ConfigError(name, f"must be one of {', '.join(among)}, not {value!r}")
+        return value
+
     def boolean(self, name: str, default: Any = _MISSING) -> bool:
         value = self._raw(name, default)
         if isinstance(value, bool):

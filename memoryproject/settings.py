@@ -194,6 +194,11 @@ LTM_BRANCH_TIMEOUT_SECONDS = float(env.integer("LTM_BRANCH_TIMEOUT_MS", 2000, mi
 
 # Episodic history (memories/history): every user/assistant turn and a digest of each tool
 # result, indexed after append in an index and a collection of their own (docs/history.md).
+# Where history's lexical branch runs: `elasticsearch` (ELASTICSEARCH_URL) or `postgres`
+# (PostgreSQL's full-text index, in the service's own database).
+HISTORY_LEXICAL_ENGINE = env.choice(
+    "HISTORY_LEXICAL_ENGINE", "elasticsearch", among=("elasticsearch", "postgres")
+)
 HISTORY_CONTEXT_TURNS = env.integer("HISTORY_CONTEXT_TURNS", 2, minimum=0)
 HISTORY_CONTEXT_WEIGHT = env.integer("HISTORY_CONTEXT_WEIGHT_PCT", 60, minimum=0) / 100
 HISTORY_EMBED_CONTEXT = env.boolean("HISTORY_EMBED_CONTEXT", False)

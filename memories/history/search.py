@@ -289,6 +289,12 @@ def _exclusions(scope: HistoryScope) -> list[Query]:
 
 
 @cache
-def history_search_index() -> ElasticsearchHistoryIndex:
+def history_search_index() -> HistorySearchIndex:
+    """The lexical engine `HISTORY_LEXICAL_ENGINE` names: Elasticsearch, or PostgreSQL's own
+    full-text index (`pg_search.py`)."""
+    if settings.HISTORY_LEXICAL_ENGINE == "postgres":
+        from memories.history.pg_search import PostgresHistoryIndex
+
+        return PostgresHistoryIndex()
     client = elasticsearch_client()
     return ElasticsearchHistoryIndex(client, settings.ELASTICSEARCH_INDEX_PREFIX)
