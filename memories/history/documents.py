@@ -6,6 +6,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+# The fields every index stores with an entry and answers a search with.
+STORED_FIELDS = (
+    "entry_id",
+    "tenant_id",
+    "user_id",
+    "session_id",
+    "session_pk",
+    "seq",
+    "event_id",
+    "role",
+    "occurred_at",
+    "text",
+    "context",
+)
+
 
 @dataclass(frozen=True)
 class HistoryDocument:

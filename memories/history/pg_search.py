@@ -17,25 +17,18 @@ from typing import Any
 
 from django.db import DatabaseError, connection, transaction
 
-from memories.history.documents import HistoryDocument, HistoryMatch, HistoryScope
+from memories.history.documents import (
+    STORED_FIELDS,
+    HistoryDocument,
+    HistoryMatch,
+    HistoryScope,
+)
 from memories.history.models import HistoryLexicalEntry
 from memoryproject.errors import StoreUnavailable
 
 K1 = 1.2
 B = 0.75
-STORED = (
-    "entry_id",
-    "tenant_id",
-    "user_id",
-    "session_id",
-    "session_pk",
-    "seq",
-    "event_id",
-    "role",
-    "occurred_at",
-    "text",
-    "context",
-)
+STORED = STORED_FIELDS
 _TERMS = "array_to_tsvector(array_remove(string_to_array({}, ' '), ''))"
 _OWN = ("bm25_text", "bm25_context", "text_length", "context_length")
 _VALUES = ", ".join(["%s"] * (len(STORED) + len(_OWN)))

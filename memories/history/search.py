@@ -19,23 +19,12 @@ from elasticsearch.dsl import Date, Document, Index, Keyword, Long, MetaField, Q
 from elasticsearch.dsl.query import Query
 from elasticsearch.dsl.response import Hit
 
+from memories.history.documents import STORED_FIELDS as STORED_FIELDS_OF_ENTRY
 from memories.history.documents import HistoryDocument, HistoryMatch, HistoryScope
 from memoryproject.elasticsearch import ElasticsearchIndex, elasticsearch_client, owner_filters
 
 INDEX_VERSION = 1
-STORED_FIELDS = [
-    "entry_id",
-    "tenant_id",
-    "user_id",
-    "session_id",
-    "session_pk",
-    "seq",
-    "event_id",
-    "role",
-    "occurred_at",
-    "text",
-    "context",
-]
+STORED_FIELDS = list(STORED_FIELDS_OF_ENTRY)
 
 
 class HistoryMapping(Document):

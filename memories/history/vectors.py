@@ -14,7 +14,7 @@ from typing import Protocol
 from django.conf import settings
 from pymilvus import DataType, MilvusClient
 
-from memories.history.documents import HistoryDocument, HistoryMatch, HistoryScope
+from memories.history.documents import STORED_FIELDS, HistoryDocument, HistoryMatch, HistoryScope
 from memories.ltm.vectors import embedding_signature
 from memoryproject.milvus import (
     MilvusCollection,
@@ -30,18 +30,7 @@ TEXT_BYTES = 8192
 CONTEXT_BYTES = 4096
 ID_BYTES = 256
 KEYWORDS = ("tenant_id", "user_id", "session_id", "event_id", "role")
-OUTPUT_FIELDS = [
-    "tenant_id",
-    "user_id",
-    "session_id",
-    "session_pk",
-    "seq",
-    "event_id",
-    "role",
-    "occurred_at",
-    "text",
-    "context",
-]
+OUTPUT_FIELDS = list(STORED_FIELDS[1:])  # the entry id is the primary key
 SCALARS = (
     *(ScalarField(name, DataType.VARCHAR, max_length=ID_BYTES) for name in KEYWORDS),
     ScalarField("session_pk", DataType.INT64, filtered=False),
