@@ -74,8 +74,6 @@ class HistoryLexicalEntry(models.Model):
     occurred_at = models.DateTimeField()
     text = models.TextField()
     context = models.TextField(blank=True)
-    bm25_text = models.TextField(blank=True)
-    bm25_context = models.TextField(blank=True)
     text_terms = SearchVectorField(null=True)
     context_terms = SearchVectorField(null=True)
     text_length = models.PositiveIntegerField(default=0)  # BM25 terms, for length normalisation

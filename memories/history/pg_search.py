@@ -28,16 +28,15 @@ from memoryproject.errors import StoreUnavailable
 
 K1 = 1.2
 B = 0.75
-STORED = STORED_FIELDS
 _TERMS = "array_to_tsvector(array_remove(string_to_array({}, ' '), ''))"
-_OWN = ("bm25_text", "bm25_context", "text_length", "context_length")
-_VALUES = ", ".join(["%s"] * (len(STORED) + len(_OWN)))
+_OWN = ("text_length", "context_length")
+_VALUES = ", ".join(["%s"] * (len(STORED_FIELDS) + len(_OWN)))
 _UPSERT = f"""
 INSERT INTO memories_historylexicalentry
-    ({", ".join(STORED)}, {", ".join(_OWN)}, text_terms, context_terms)
+    ({", ".join(STORED_FIELDS)}, {", ".join(_OWN)}, text_terms, context_terms)
 VALUES ({_VALUES}, {_TERMS.format("%s")}, {_TERMS.format("%s")})
 ON CONFLICT (entry_id) DO UPDATE SET
-    {", ".join(f"{name} = EXCLUDED.{name}" for name in (*STORED[1:], *_OWN))},
+    {", ".join(f"{name} = EXCLUDED.{name}" for name in (*STORED_FIELDS[1:], *_OWN))},
     text_terms = EXCLUDED.text_terms, context_terms = EXCLUDED.context_terms
 """
 
@@ -63,9 +62,7 @@ class PostgresHistoryIndex:
         """Write entries by entry_id (a replay overwrites the same entry with the same text)."""
         rows = [
             (
-                *(doc.fields()[name] for name in STORED),
-                doc.bm25_text,
-                doc.bm25_context,
+                *(doc.fields()[name] for name in STORED_FIELDS),
                 len(doc.bm25_text.split()),
                 len(doc.bm25_context.split()),
                 doc.bm25_text,
@@ -123,7 +120,7 @@ class PostgresHistoryIndex:
             best = cursor.fetchall()
             # the stored fields of the best only, by primary key
             cursor.execute(
-                f"SELECT {', '.join(STORED)} FROM memories_historylexicalentry "
+                f"SELECT {', '.join(STORED_FIELDS)} FROM memories_historylexicalentry "
                 "WHERE entry_id = ANY(%s)",
                 [[entry_id for entry_id, _ in best]],
             )
@@ -156,7 +153,7 @@ class PostgresHistoryIndex:
     def entries_of(self, *, tenant_id: str, user_id: str) -> Iterator[dict[str, Any]]:
         rows = HistoryLexicalEntry.objects.filter(tenant_id=tenant_id, user_id=user_id)
         with self._errors():
-            for entry in rows.order_by("entry_id").values(*STORED).iterator():
+            for entry in rows.order_by("entry_id").values(*STORED_FIELDS).iterator():
                 yield {**entry, "occurred_at": entry["occurred_at"].isoformat()}
 
     def session_ids(self, *, tenant_id: str, session_pk: int) -> list[str]:
@@ -267,6 +264,6 @@ LIMIT %s
 
 
 def _fields(row: tuple[Any, ...]) -> dict[str, Any]:
-    fields = dict(zip(STORED, row, strict=False))
+    fields = dict(zip(STORED_FIELDS, row, strict=False))
     fields["occurred_at"] = fields["occurred_at"].isoformat()  # as Elasticsearch returns it
     return fields

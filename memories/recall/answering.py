@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from memories.recall.pool import MemoryCandidate
-from memories.recall.relevance import MIN_HELD_TERMS, Alternates, coverage
+from memories.recall.relevance import MIN_HELD_TERMS, Alternates, holding_of
 
 # Fitted on the tuning parts (see above).
 WEIGHTS = {
@@ -57,7 +56,7 @@ class Question:
 
     terms: Sequence[str]
     alternates: Alternates = field(default_factory=dict)
-    names: AbstractSet[str] = frozenset()
+    names: frozenset[str] = frozenset()
     background: float | None = None  # the query's cosine to plain statements (None: unknown)
     margins: Mapping[str, float] = field(default_factory=dict)  # short-term item id -> margin
     task_id: str = ""
@@ -82,13 +81,13 @@ def _parts(
     words, firm = 0.0, False
     if question.terms:
         text = " ".join((candidate.text, candidate.fact_value, *candidate.entities))
-        share, held = coverage(question.terms, text, question.alternates)
-        enough = min(MIN_HELD_TERMS, len(question.terms))
+        holding = holding_of(question.terms, text, question.alternates)
+        share = holding.share
         # one shared word and no name is weak evidence: half its share
-        if held and len(held) < enough and not question.names & set(held):
+        if holding.terms and not holding.holds(0.0, question.names):
             share /= 2
         words = share * (1 - WORLD_DISCOUNT) if question.about_world else share
-        firm = words >= 0.5 and (len(held) >= MIN_HELD_TERMS or words >= 1.0)
+        firm = words >= 0.5 and (len(holding.terms) >= MIN_HELD_TERMS or words >= 1.0)
     task_id = str(candidate.provenance.get("task_id") or "")
     in_task = candidate.source == "redis" and question.about_task and bool(task_id)
     return {

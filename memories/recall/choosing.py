@@ -14,19 +14,17 @@ from memories.recall.dedup import deduplicate
 from memories.recall.matching import Routed
 from memories.recall.pool import Dropped, MemoryCandidate, Weights, apply_authority, rescore
 from memories.recall.query_profile import Intent
-from memories.recall.relevance import query_names
-from memories.recall.request import RecallRequest
 from memories.recall.trace import Trace
 from memories.stm.store import now_seconds
 
 
-def question_of(request: RecallRequest, routed: Routed, asking: Asking) -> Question:
+def question_of(routed: Routed, asking: Asking) -> Question:
     profile = routed.profile
     meaning = asking.meaning() if asking.search is not None else None
     return Question(
         terms=profile.content_terms,
         alternates=routed.alternates,
-        names=frozenset(query_names(request.query, profile.entities)),
+        names=routed.names,
         background=meaning[1] if meaning is not None else None,
         margins=routed.margins,
         task_id=profile.active_task_id,
@@ -55,11 +53,14 @@ def choose(
     rescore(pooled, weights=_weights(policy), now=now_seconds())
     # Long-term and history hits passed the relevance floor and are ranked by their fusion
     # (rank-based: its ratios say nothing of strength); min_relevance judges short-term items.
-    weak = [c for c in pooled if c.source == "redis" and c.relevance < policy["min_relevance"]]
-    for candidate in weak:
-        why = f"weak match ({candidate.relevance:.2f})"
-        trace.dropped.append(Dropped(candidate.memory_id, candidate.source, why))
-    pooled = [c for c in pooled if c not in weak]
+    weak = {
+        c.memory_id for c in pooled if c.source == "redis" and c.relevance < policy["min_relevance"]
+    }
+    for candidate in pooled:
+        if candidate.memory_id in weak:
+            why = f"weak match ({candidate.relevance:.2f})"
+            trace.dropped.append(Dropped(candidate.memory_id, candidate.source, why))
+    pooled = [c for c in pooled if c.memory_id not in weak]
     for candidate in pooled[k:]:
         trace.dropped.append(Dropped(candidate.memory_id, candidate.source, f"below top {k}"))
     top = pooled[:k]
@@ -67,8 +68,9 @@ def choose(
     if not cutoff:
         return top
     answers = answering(top)
+    answered = {c.memory_id for c in answers}
     for candidate in top:
-        if candidate not in answers:
+        if candidate.memory_id not in answered:
             why = f"does not answer ({candidate.answer:.2f})"
             trace.dropped.append(Dropped(candidate.memory_id, candidate.source, why))
     return answers

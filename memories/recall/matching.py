@@ -42,6 +42,7 @@ class Routed:
     partial: list[StmItem] = field(default_factory=list)  # one content term only
     # Each live item's cosine above the query's background, once the query is embedded.
     margins: dict[str, float] = field(default_factory=dict)
+    names: frozenset[str] = frozenset()  # index terms of what the query names (query_names)
 
 
 def route_first(
@@ -102,7 +103,9 @@ def route_first(
     matched = [*firm, *(partial if single else [])]
     profile.user_items_matched = len(matched)
     decided = route(profile, forced_layers=forced_layers)
-    return Routed(probe, profile, matched, decided, alternates, firm, partial)
+    return Routed(
+        probe, profile, matched, decided, alternates, firm, partial, names=frozenset(names)
+    )
 
 
 def route_by_meaning(

@@ -138,7 +138,7 @@ def recall(*, tenant: Tenant, request: RecallRequest) -> RecallResult:
         pooled = user_stated(pooled, trace)
     live = [*routed.probe.items.values(), *routed.probe.user_items.values()]
     # The user's live items, chosen or not: an agent's turn quoting one is an echo of it.
-    question = question_of(request, routed, asking)
+    question = question_of(routed, asking)
     known = [(item.id, item.summary) for item in live]
     chosen = choose(pooled, blocks, policy, k, trace, known, question, cutoff=request.cutoff)
     _date_disagreeing(chosen, layer1.vocabulary, trace)
