@@ -127,6 +127,8 @@ def main() -> None:
     parser.add_argument("--es-max", type=int, default=10_000)
     args = parser.parse_args()
     django_setup(migrate=True)
+    from django.db import connection
+
     from memories.history.pg_search import PostgresHistoryIndex
     from memories.history.search import ElasticsearchHistoryIndex
     from memories.ltm.text import bm25_text
@@ -154,8 +156,6 @@ def main() -> None:
                 rate = fill(index, filled, size, turns, terms, run)
                 filled = size
                 if engine == "postgres":
-                    from django.db import connection
-
                     with connection.cursor() as cursor:
                         cursor.execute("ANALYZE memories_historylexicalentry")
                 timings = measure(index, questions, run)
@@ -169,6 +169,8 @@ def main() -> None:
                 from memories.history.models import HistoryLexicalEntry
 
                 HistoryLexicalEntry.objects.filter(tenant_id=f"scale-{run}").delete()
+                with connection.cursor() as cursor:  # the next run measures no dead rows
+                    cursor.execute("VACUUM memories_historylexicalentry")
             else:
                 index.drop()
 
